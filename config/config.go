@@ -1,0 +1,106 @@
+// Package config loads and validates mcpgate's YAML configuration: strict
+// decoding (unknown keys are errors naming the key path), defaults from named
+// constants, and Validate listing every problem at once.
+package config
+
+import (
+	"github.com/mcpgate/mcpgate/policy"
+)
+
+// Defaults. Durations are Go duration strings in the YAML ("5s").
+const (
+	DefaultProxyAddress      = "127.0.0.1:8080"
+	DefaultAdminAddress      = "127.0.0.1:9090"
+	DefaultRoutePath         = "/mcp"
+	DefaultMaxBodyBytes      = 4 << 20  // 4 MiB request body limit
+	DefaultMaxJSONDepth      = 64       // nesting depth of a JSON body
+	DefaultMaxSSEEventBytes  = 16 << 20 // 16 MiB single SSE event
+	DefaultReadHeaderTimeout = "5s"
+	DefaultReadTimeout       = "30s"
+	DefaultUpstreamTimeout   = "0s" // no overall upstream timeout (streams are long-lived)
+	DefaultLogFormat         = "text"
+	DefaultLogLevel          = "info"
+)
+
+// Config is the whole mcpgate configuration file.
+type Config struct {
+	Listeners Listeners  `yaml:"listeners"`
+	Upstreams []Upstream `yaml:"upstreams"`
+	Policy    Policy     `yaml:"policy"`
+	Limits    Limits     `yaml:"limits"`
+	Transport Transport  `yaml:"transport"`
+	Log       Log        `yaml:"log"`
+}
+
+// Listeners are the addresses mcpgate listens on.
+type Listeners struct {
+	// Proxy is the standalone MCP proxy listener (HTTP). Default
+	// DefaultProxyAddress. "" after defaults never happens; set
+	// Disabled to turn it off.
+	Proxy Listener `yaml:"proxy"`
+	// Admin serves /metrics, /healthz and /readyz. Default DefaultAdminAddress.
+	Admin Listener `yaml:"admin"`
+}
+
+// Listener is one listening socket.
+type Listener struct {
+	Address  string `yaml:"address"`  // host:port
+	Disabled bool   `yaml:"disabled"` // default false
+}
+
+// Upstream is one MCP server behind mcpgate.
+type Upstream struct {
+	// Name identifies the upstream in policy, metrics and logs
+	// ([a-z0-9_-], 1–63 characters). Required, unique.
+	Name string `yaml:"name"`
+	// URL is the upstream MCP endpoint, http or https. Required.
+	URL string `yaml:"url"`
+	// Route is the path on mcpgate's proxy listener that maps to this
+	// upstream (exact match). Default DefaultRoutePath; unique.
+	Route string `yaml:"route"`
+	// Timeout bounds one upstream exchange that is not a stream; "0s" means
+	// none. Default DefaultUpstreamTimeout.
+	Timeout string `yaml:"timeout"`
+	// Tools are the per-tool declarations, keyed by upstream tool name.
+	Tools map[string]policy.ToolDeclaration `yaml:"tools"`
+}
+
+// Policy selects the Rego policies.
+type Policy struct {
+	// Dirs are directories of .rego (and data .json/.yaml) files loaded in
+	// addition to nothing else; empty means the embedded default policy.
+	Dirs []string `yaml:"dirs"`
+	// Watch reloads the policy when a file in Dirs changes (SIGHUP always
+	// reloads). Default true.
+	Watch *bool `yaml:"watch"`
+}
+
+// Limits bound what a client can send.
+type Limits struct {
+	// MaxBodyBytes is the request body limit in bytes (413 above it).
+	// Default DefaultMaxBodyBytes.
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// MaxJSONDepth bounds nesting of objects and arrays. Default DefaultMaxJSONDepth.
+	MaxJSONDepth int `yaml:"max_json_depth"`
+	// MaxSSEEventBytes bounds one server-sent event. Default DefaultMaxSSEEventBytes.
+	MaxSSEEventBytes int `yaml:"max_sse_event_bytes"`
+	// ReadHeaderTimeout and ReadTimeout bound reading a client request.
+	// Defaults DefaultReadHeaderTimeout, DefaultReadTimeout.
+	ReadHeaderTimeout string `yaml:"read_header_timeout"`
+	ReadTimeout       string `yaml:"read_timeout"`
+}
+
+// Transport holds HTTP-level rules.
+type Transport struct {
+	// AllowedOrigins are the Origin values accepted (exact, e.g.
+	// "https://app.example.com"); a request with another Origin gets 403.
+	// Requests without Origin are accepted. Default: none allowed except
+	// loopback origins (http://localhost, http://127.0.0.1, any port).
+	AllowedOrigins []string `yaml:"allowed_origins"`
+}
+
+// Log configures log/slog output.
+type Log struct {
+	Format string `yaml:"format"` // "text" or "json"; default DefaultLogFormat
+	Level  string `yaml:"level"`  // debug, info, warn, error; default DefaultLogLevel
+}

@@ -1,0 +1,147 @@
+// Package policy evaluates mcpgate's Rego policies with OPA's Go packages.
+// The rest of mcpgate sees only the typed Input and Decision documents below;
+// OPA types stay inside this package. Both documents are versioned and
+// described as JSON Schema in input.schema.json and decision.schema.json.
+package policy
+
+// SchemaVersion is the version of the Input and Decision documents.
+const SchemaVersion = "mcpgate.policy/v1"
+
+// Input is the `input` document of one policy evaluation: one per JSON-RPC
+// message (phase "request") or per list result (phase "list").
+type Input struct {
+	Version string `json:"version"` // SchemaVersion
+	// Phase is "request" (decide on a client message) or "list" (choose the
+	// visible items of a tools/list, prompts/list, resources/list or
+	// resources/templates/list result).
+	Phase     string    `json:"phase"`
+	Transport Transport `json:"transport"`
+	Message   Message   `json:"message"`
+	// Tool is the declaration of the tool a tools/call names (nil otherwise).
+	Tool *Tool `json:"tool,omitempty"`
+	// Items are the entries of a list result (phase "list" only).
+	Items []Item `json:"items,omitempty"`
+	// Principal is who is calling; before authentication exists it is
+	// {"authenticated": false}.
+	Principal Principal `json:"principal"`
+}
+
+// Transport holds the transport facts of the message.
+type Transport struct {
+	Kind            string `json:"kind"`             // "proxy" or "extproc"
+	HTTPMethod      string `json:"http_method"`      // e.g. "POST"
+	Path            string `json:"path"`             // request path, e.g. "/mcp"
+	Upstream        string `json:"upstream"`         // configured upstream name
+	ProtocolVersion string `json:"protocol_version"` // effective MCP revision
+	Origin          string `json:"origin,omitempty"` // Origin header, if any
+}
+
+// Message is the parsed MCP message.
+type Message struct {
+	Kind   string `json:"kind"`   // "request" or "notification"
+	Method string `json:"method"` // JSON-RPC method
+	// Name is the tool or prompt name (tools/call, prompts/get).
+	Name string `json:"name,omitempty"`
+	// URI is the resource URI (resources/read, subscribe, unsubscribe).
+	URI string `json:"uri,omitempty"`
+	// Arguments are the tools/call or prompts/get arguments (any JSON value;
+	// normally an object).
+	Arguments any `json:"arguments,omitempty"`
+	// Client is clientInfo from _meta (2026-07-28) or initialize.
+	Client *Client `json:"client,omitempty"`
+}
+
+// Client identifies the MCP client implementation (self-reported).
+type Client struct {
+	Name    string `json:"name"`
+	Version string `json:"version,omitempty"`
+}
+
+// Principal is the verified caller. Later issues fill in tenant, subject and
+// rights; until then Authenticated is false.
+type Principal struct {
+	Authenticated bool     `json:"authenticated"`
+	Tenant        string   `json:"tenant,omitempty"`
+	Subject       string   `json:"subject,omitempty"`
+	Rights        []string `json:"rights,omitempty"`
+}
+
+// Tool is a per-tool declaration (see ToolDeclaration) as the policy sees it.
+type Tool struct {
+	Name     string `json:"name"`
+	Declared bool   `json:"declared"`
+	ToolDeclaration
+}
+
+// Item is one entry of a list result.
+type Item struct {
+	// Name is the tool / prompt name, or the resource URI / URI template.
+	Name string `json:"name"`
+	// Tool is the declaration of a tools/list entry.
+	Tool *Tool `json:"tool,omitempty"`
+}
+
+// Effect classes of a tool (seed 002, "effect classes").
+const (
+	EffectRead        = "read"
+	EffectSilentWrite = "silent_write"
+	EffectNotify      = "notify"
+	EffectWake        = "wake"
+	EffectAlerting    = "alerting"
+	EffectDelete      = "delete"
+)
+
+// Effects lists every effect class.
+var Effects = []string{EffectRead, EffectSilentWrite, EffectNotify, EffectWake, EffectAlerting, EffectDelete}
+
+// ToolDeclaration is what a platform team declares once per upstream tool,
+// as policy data (data.mcpgate.upstreams[<upstream>].tools[<tool>]).
+// Schema: declarations.schema.json.
+type ToolDeclaration struct {
+	// Effect is the effect class: read, silent_write, notify, wake,
+	// alerting or delete.
+	Effect string `json:"effect" yaml:"effect"`
+	// Rights are the rights a caller needs, all of them.
+	Rights []string `json:"rights,omitempty" yaml:"rights,omitempty"`
+	// UntrustedText are JSON paths in the tool's results that carry
+	// third-party text (e.g. "notes", "items[*].comment").
+	UntrustedText []string `json:"untrusted_text,omitempty" yaml:"untrusted_text,omitempty"`
+	// ResultFields are the result fields an agent may see (an allowlist of
+	// JSON paths); empty means not yet minimised.
+	ResultFields []string `json:"result_fields,omitempty" yaml:"result_fields,omitempty"`
+}
+
+// Reason explains one part of a decision, in the error contract's terms.
+type Reason struct {
+	// Code is a stable snake_case identifier, also a metric label value.
+	Code string `json:"code"`
+	// Cause says what is wrong, for the model.
+	Cause string `json:"cause"`
+	// Fix says what to do instead.
+	Fix string `json:"fix,omitempty"`
+	// NextTool names the tool to call next, with real handles, if any.
+	NextTool string `json:"next_tool,omitempty"`
+}
+
+// Decision is the `decision` document a policy returns.
+type Decision struct {
+	// ID identifies this evaluation in logs and audit.
+	ID    string `json:"id"`
+	Allow bool   `json:"allow"`
+	// Reasons explain a refusal (and may annotate an allow).
+	Reasons []Reason `json:"reasons,omitempty"`
+	// Effect is the effect class the policy assigns to a tools/call.
+	Effect string `json:"effect,omitempty"`
+	// Visible lists the names of list items the caller may see (phase "list").
+	Visible []string `json:"visible,omitempty"`
+}
+
+// Reason codes produced by mcpgate itself (policies add their own).
+const (
+	// CodeUndefinedDecision: the policy produced no decision document.
+	CodeUndefinedDecision = "undefined_decision"
+	// CodeInvalidDecision: the decision document has the wrong shape.
+	CodeInvalidDecision = "invalid_decision"
+	// CodePolicyError: evaluation failed (e.g. a runtime error in Rego).
+	CodePolicyError = "policy_error"
+)
