@@ -4,6 +4,8 @@
 // described as JSON Schema in input.schema.json and decision.schema.json.
 package policy
 
+import "github.com/go-json-experiment/json/jsontext"
+
 // SchemaVersion is the version of the Input and Decision documents.
 const SchemaVersion = "mcpgate.policy/v1"
 
@@ -44,9 +46,10 @@ type Message struct {
 	Name string `json:"name,omitempty"`
 	// URI is the resource URI (resources/read, subscribe, unsubscribe).
 	URI string `json:"uri,omitempty"`
-	// Arguments are the tools/call or prompts/get arguments (any JSON value;
-	// normally an object).
-	Arguments any `json:"arguments,omitempty"`
+	// Arguments is the raw JSON of the tools/call or prompts/get arguments
+	// (normally an object), already checked as strict JSON by gateway/mcp.
+	// The engine converts it to an OPA value without a JSON round trip.
+	Arguments jsontext.Value `json:"arguments,omitempty"`
 	// Client is clientInfo from _meta (2026-07-28) or initialize.
 	Client *Client `json:"client,omitempty"`
 }
