@@ -9,6 +9,12 @@ import "github.com/go-json-experiment/json/jsontext"
 // SchemaVersion is the version of the Input and Decision documents.
 const SchemaVersion = "mcpgate.policy/v1"
 
+// Phases of an evaluation (Input.Phase).
+const (
+	PhaseRequest = "request" // decide on a client message
+	PhaseList    = "list"    // choose the visible items of a list result
+)
+
 // Input is the `input` document of one policy evaluation: one per JSON-RPC
 // message (phase "request") or per list result (phase "list").
 type Input struct {
@@ -112,6 +118,10 @@ type ToolDeclaration struct {
 	// ResultFields are the result fields an agent may see (an allowlist of
 	// JSON paths); empty means not yet minimised.
 	ResultFields []string `json:"result_fields,omitempty" yaml:"result_fields,omitempty"`
+	// Hidden withdraws a declared tool: the default policy leaves it out of
+	// tools/list and refuses calls to it (reason code tool_hidden), e.g.
+	// during an incident or before a rollout. Default false.
+	Hidden bool `json:"hidden,omitempty" yaml:"hidden,omitempty"`
 }
 
 // Reason explains one part of a decision, in the error contract's terms.
@@ -147,4 +157,7 @@ const (
 	CodeInvalidDecision = "invalid_decision"
 	// CodePolicyError: evaluation failed (e.g. a runtime error in Rego).
 	CodePolicyError = "policy_error"
+	// CodeInvalidInput: the Input could not be turned into a policy input
+	// (e.g. Arguments is not valid JSON), or the policy rejected its shape.
+	CodeInvalidInput = "invalid_input"
 )

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mcpgate/mcpgate/config"
+	"github.com/mcpgate/mcpgate/internal/app"
+	"github.com/mcpgate/mcpgate/policy"
+)
+
+// shutdownGrace bounds how long in-flight exchanges may finish on shutdown.
+const shutdownGrace = 10 * time.Second
+
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return errUsage
+		}
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
+		return errUsage
+	}
+	return nil
+}
+
+func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("serve", stderr)
+	cfgPath := fs.String("config", "", "configuration `file` (YAML)")
+	upstream := fs.String("upstream", "", "one-line mode: the upstream MCP endpoint `URL`")
+	listen := fs.String("listen", "", "proxy listener `address` (overrides the config)")
+	admin := fs.String("admin", "", "admin listener `address` (overrides the config)")
+	policyDir := fs.String("policy", "", "policy `directory` (overrides the config; repeatable via config)")
+	noAuth := fs.Bool("no-auth", false, "run without authentication (explicit; logged loudly)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	var problems []error
+	if (*cfgPath == "") == (*upstream == "") {
+		problems = append(problems, errors.New("give exactly one of --config or --upstream"))
+	}
+	if len(problems) > 0 {
+		return errors.Join(problems...)
+	}
+	var cfg *config.Config
+	var err error
+	if *cfgPath != "" {
+		cfg, err = config.Load(*cfgPath)
+		if err != nil {
+			return err
+		}
+	} else {
+		cfg = config.Default(*upstream)
+	}
+	if *listen != "" {
+		cfg.Listeners.Proxy.Address = *listen
+	}
+	if *admin != "" {
+		cfg.Listeners.Admin.Address = *admin
+	}
+	if *policyDir != "" {
+		cfg.Policy.Dirs = []string{*policyDir}
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	log := newLogger(cfg.Log, stderr)
+	if *noAuth {
+		log.Warn("authentication is OFF (--no-auth): every caller is anonymous; do not expose this listener")
+	}
+	return serve(ctx, cfg, log, stdout, nil)
+}
+
+// serve starts the gateway, prints the ready line, reloads the policy on
+// SIGHUP and shuts down gracefully when ctx ends. banner, if set, prints
+// extra lines after the ready line.
+func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, stdout io.Writer, banner func(a *app.App)) error {
+	a, err := app.Start(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "mcpgate ready proxy=%s admin=%s\n", orOff(a.ProxyAddr), orOff(a.AdminAddr))
+	if banner != nil {
+		banner(a)
+	}
+	log.Info("mcpgate started", "proxy", a.ProxyAddr, "admin", a.AdminAddr, "version", version())
+
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-hup:
+			if err := a.Reload(ctx); err != nil {
+				log.Error("policy reload failed; the previous policy stays in force", "error", err)
+			} else {
+				log.Info("policy reloaded")
+			}
+		case err := <-a.Err():
+			_ = a.Shutdown(context.Background())
+			return err
+		case <-ctx.Done():
+			log.Info("shutting down")
+			sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+			defer cancel()
+			return a.Shutdown(sctx)
+		}
+	}
+}
+
+func orOff(addr string) string {
+	if addr == "" {
+		return "off"
+	}
+	return "http://" + addr
+}
+
+func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("validate", stderr)
+	cfgPath := fs.String("config", "", "configuration `file` (YAML)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *cfgPath == "" {
+		fmt.Fprintln(stderr, "validate: --config is required")
+		return errUsage
+	}
+	var problems []error
+	cfg, err := config.Load(*cfgPath)
+	if err != nil {
+		problems = append(problems, err)
+	}
+	var dirs []string
+	if cfg != nil {
+		dirs = cfg.Policy.Dirs
+	}
+	if err := policy.Check(ctx, dirs); err != nil {
+		problems = append(problems, fmt.Errorf("policy: %w", err))
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%s is not valid:\n%w", *cfgPath, errors.Join(problems...))
+	}
+	fmt.Fprintf(stdout, "%s: ok\n", *cfgPath)
+	return nil
+}
+
+func newLogger(c config.Log, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.Level))
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}

@@ -1,0 +1,323 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"net"
+	"net/url"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mcpgate/mcpgate/policy"
+)
+
+// upstreamNamePattern is what an upstream name may look like: it appears in
+// policy data, metric labels and logs.
+var upstreamNamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+
+// Validate checks the configuration as it is (call ApplyDefaults first, as
+// Load and Parse do) and returns an errors.Join of a *FieldError for every
+// problem, each naming its key path, or nil. It reads the file system to
+// check that policy directories exist.
+func (c *Config) Validate() error {
+	return c.validate().join()
+}
+
+func (c *Config) validate() problems {
+	var p problems
+	c.validateListeners(&p)
+	c.validateUpstreams(&p)
+	c.validatePolicy(&p)
+	c.validateLimits(&p)
+	c.validateTransport(&p)
+	c.validateLog(&p)
+	return p
+}
+
+func (c *Config) validateListeners(p *problems) {
+	l := c.Listeners
+	if l.Proxy.Disabled && l.Admin.Disabled {
+		p.add("listeners", "proxy and admin are both disabled; enable at least one")
+	}
+	if !l.Proxy.Disabled {
+		checkAddress(p, "listeners.proxy.address", l.Proxy.Address)
+	}
+	if !l.Admin.Disabled {
+		checkAddress(p, "listeners.admin.address", l.Admin.Address)
+	}
+	if !l.Proxy.Disabled && !l.Admin.Disabled && l.Proxy.Address == l.Admin.Address && l.Proxy.Address != "" {
+		if _, port, err := net.SplitHostPort(l.Proxy.Address); err == nil && port != "0" {
+			p.add("listeners.admin.address", "%q is also the proxy address; the two listeners need different ports", l.Admin.Address)
+		}
+	}
+}
+
+// checkAddress checks a listen address: host:port with a numeric port
+// (0 picks a free port). An empty host listens on every interface.
+func checkAddress(p *problems, path, addr string) {
+	if addr == "" {
+		p.add(path, "required (host:port, e.g. %q)", DefaultProxyAddress)
+		return
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		p.addErr(path, err, "%q is not host:port (e.g. %q, or \":8080\" for every interface)", addr, DefaultProxyAddress)
+		return
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || (port != "0" && port[0] == '0') || n > 65535 {
+		p.add(path, "port %q is not a number from 0 to 65535", port)
+	}
+}
+
+func (c *Config) validateUpstreams(p *problems) {
+	if len(c.Upstreams) == 0 {
+		p.add("upstreams", "at least one upstream is required")
+		return
+	}
+	names := map[string]int{}
+	routes := map[string]int{}
+	for i, u := range c.Upstreams {
+		at := indexPath("upstreams", i)
+		switch {
+		case u.Name == "":
+			p.add(at+".name", "required")
+		case !upstreamNamePattern.MatchString(u.Name):
+			p.add(at+".name", "%q must be 1 to 63 characters of a-z, 0-9, _ and -, starting with a letter or digit", u.Name)
+		default:
+			if j, dup := names[u.Name]; dup {
+				p.add(at+".name", "%q is also the name of upstreams[%d]; names must be unique", u.Name, j)
+			} else {
+				names[u.Name] = i
+			}
+		}
+		checkUpstreamURL(p, at+".url", u.URL)
+		if checkRoute(p, at+".route", u.Route) {
+			if j, dup := routes[u.Route]; dup {
+				hint := ""
+				if u.Route == DefaultRoutePath {
+					hint = fmt.Sprintf(" (an upstream without a route gets %s; give each upstream its own)", DefaultRoutePath)
+				}
+				p.add(at+".route", "%q is also the route of upstreams[%d]; routes must be unique%s", u.Route, j, hint)
+			} else {
+				routes[u.Route] = i
+			}
+		}
+		checkDuration(p, at+".timeout", u.Timeout)
+		for _, tool := range slices.Sorted(maps.Keys(u.Tools)) {
+			// One tool at a time, so that each problem carries the
+			// tool's own key path (and so its line).
+			errs := policy.ValidateDeclarations(u.Name, map[string]policy.ToolDeclaration{tool: u.Tools[tool]})
+			prefix := fmt.Sprintf("upstream %q: tool %q: ", u.Name, tool)
+			for _, err := range errs {
+				path, msg := declarationProblem(keyPath(at+".tools", tool), strings.TrimPrefix(err.Error(), prefix))
+				p.addErr(path, err, "%s", msg)
+			}
+		}
+	}
+}
+
+// declarationProblem splits a problem policy.ValidateDeclarations reports
+// for the tool at toolPath. When the message starts with a JSON pointer
+// into the declaration ("/rights/2: ..."), the pointer becomes part of the
+// key path (upstreams[0].tools.t.rights[2]); otherwise the message is kept
+// whole under toolPath.
+func declarationProblem(toolPath, msg string) (path, rest string) {
+	ptr, rest, ok := strings.Cut(msg, ": ")
+	if !ok || !strings.HasPrefix(ptr, "/") || strings.ContainsAny(ptr, " \t") {
+		return toolPath, msg
+	}
+	path = toolPath
+	if ptr == "/" {
+		return path, rest
+	}
+	for _, seg := range strings.Split(ptr[1:], "/") {
+		seg = strings.NewReplacer("~1", "/", "~0", "~").Replace(seg)
+		if n, err := strconv.Atoi(seg); err == nil && n >= 0 && strconv.Itoa(n) == seg {
+			path = indexPath(path, n)
+		} else {
+			path = keyPath(path, seg)
+		}
+	}
+	return path, rest
+}
+
+func checkUpstreamURL(p *problems, path, raw string) {
+	if raw == "" {
+		p.add(path, "required (the upstream MCP endpoint, e.g. \"http://127.0.0.1:3000/mcp\")")
+		return
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // url.Error repeats the (possibly secret-bearing) URL
+		}
+		p.addErr(path, err, "not a URL: %v", err)
+		return
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		hint := ""
+		if !strings.Contains(raw, "://") {
+			hint = " (write it in full, e.g. \"http://" + raw + "\")"
+		}
+		p.add(path, "scheme must be http or https, got %q%s", u.Scheme, hint)
+	case u.Host == "":
+		p.add(path, "has no host")
+	case u.Fragment != "" || strings.HasSuffix(raw, "#"):
+		p.add(path, "must not have a #fragment")
+	}
+}
+
+// checkRoute checks an MCP route path and reports whether it is usable.
+func checkRoute(p *problems, path, route string) bool {
+	switch {
+	case route == "":
+		p.add(path, "required (a path such as %q)", DefaultRoutePath)
+	case !strings.HasPrefix(route, "/"):
+		p.add(path, "%q must start with \"/\"", route)
+	case strings.ContainsAny(route, "?#"):
+		p.add(path, "%q must be a path only, without ? or #", route)
+	case strings.ContainsFunc(route, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+		p.add(path, "%q must not contain spaces or control characters", route)
+	default:
+		return true
+	}
+	return false
+}
+
+// checkDuration checks a Go duration string that must not be negative.
+func checkDuration(p *problems, path, s string) {
+	if s == "" {
+		p.add(path, "required (a duration such as \"30s\"; \"0s\" for none)")
+		return
+	}
+	d, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		p.addErr(path, err, "%q is not a duration; use a number with a unit: ms, s, m or h (e.g. \"30s\", \"1m30s\")", s)
+	case d < 0:
+		p.add(path, "%q must not be negative (\"0s\" means no timeout)", s)
+	}
+}
+
+func (c *Config) validatePolicy(p *problems) {
+	seen := map[string]int{}
+	for i, dir := range c.Policy.Dirs {
+		at := indexPath("policy.dirs", i)
+		if dir == "" {
+			p.add(at, "empty path")
+			continue
+		}
+		if j, dup := seen[dir]; dup {
+			p.add(at, "%q is listed twice (also policy.dirs[%d])", dir, j)
+			continue
+		}
+		seen[dir] = i
+		fi, err := os.Stat(dir)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			p.addErr(at, err, "directory %q does not exist", dir)
+		case err != nil:
+			p.addErr(at, err, "directory %q: %v", dir, err)
+		case !fi.IsDir():
+			p.add(at, "%q is not a directory", dir)
+		}
+	}
+}
+
+func (c *Config) validateLimits(p *problems) {
+	l := c.Limits
+	if l.MaxBodyBytes <= 0 {
+		p.add("limits.max_body_bytes", "must be greater than 0, got %d", l.MaxBodyBytes)
+	}
+	if l.MaxJSONDepth <= 0 {
+		p.add("limits.max_json_depth", "must be greater than 0, got %d", l.MaxJSONDepth)
+	}
+	if l.MaxSSEEventBytes <= 0 {
+		p.add("limits.max_sse_event_bytes", "must be greater than 0, got %d", l.MaxSSEEventBytes)
+	}
+	checkDuration(p, "limits.read_header_timeout", l.ReadHeaderTimeout)
+	checkDuration(p, "limits.read_timeout", l.ReadTimeout)
+}
+
+func (c *Config) validateTransport(p *problems) {
+	seen := map[string]int{}
+	for i, o := range c.Transport.AllowedOrigins {
+		at := indexPath("transport.allowed_origins", i)
+		if !checkOrigin(p, at, o) {
+			continue
+		}
+		if j, dup := seen[o]; dup {
+			p.add(at, "%q is listed twice (also transport.allowed_origins[%d])", o, j)
+			continue
+		}
+		seen[o] = i
+	}
+}
+
+// defaultPorts are ports a browser leaves out of an Origin header.
+var defaultPorts = map[string]string{"http": "80", "https": "443"}
+
+// checkOrigin checks one allowed origin, written the way a browser sends
+// the Origin header (scheme://host[:port], lower case, no default port), so
+// that an exact comparison can match. It reports whether o is usable.
+func checkOrigin(p *problems, path, o string) bool {
+	const form = "scheme://host[:port], e.g. \"https://app.example.com\""
+	if o == "" {
+		p.add(path, "empty origin (%s)", form)
+		return false
+	}
+	if o == "*" || o == "null" {
+		p.add(path, "%q is not allowed; list each origin (%s)", o, form)
+		return false
+	}
+	u, err := url.Parse(o)
+	if err != nil || u.Scheme == "" || u.Host == "" || u.Opaque != "" {
+		p.add(path, "%q is not an origin (%s)", o, form)
+		return false
+	}
+	if u.User != nil || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || strings.ContainsAny(o, "?#") {
+		p.add(path, "%q must be only %s: no path (not even a trailing /), query or user", o, form)
+		return false
+	}
+	if o != strings.ToLower(o) {
+		p.add(path, "%q must be lower case (browsers send %q)", o, strings.ToLower(o))
+		return false
+	}
+	if port := u.Port(); port != "" {
+		n, err := strconv.ParseUint(port, 10, 16)
+		if err != nil || n == 0 || port[0] == '0' {
+			p.add(path, "%q has a bad port", o)
+			return false
+		}
+		if defaultPorts[u.Scheme] == port {
+			p.add(path, "%q names the default port, which browsers leave out; write %q", o, u.Scheme+"://"+u.Hostname())
+			return false
+		}
+	} else if strings.HasSuffix(u.Host, ":") {
+		p.add(path, "%q has an empty port", o)
+		return false
+	}
+	return true
+}
+
+var (
+	logFormats = []string{"text", "json"}
+	logLevels  = []string{"debug", "info", "warn", "error"}
+)
+
+func (c *Config) validateLog(p *problems) {
+	if !slices.Contains(logFormats, c.Log.Format) {
+		p.add("log.format", "%q must be one of %s", c.Log.Format, strings.Join(logFormats, ", "))
+	}
+	if !slices.Contains(logLevels, c.Log.Level) {
+		p.add("log.level", "%q must be one of %s", c.Log.Level, strings.Join(logLevels, ", "))
+	}
+}

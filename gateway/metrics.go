@@ -1,0 +1,118 @@
+package gateway
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/mcpgate/mcpgate/gateway/mcp"
+)
+
+// Metric names. Labels come from closed sets: transport is "proxy" or
+// "extproc"; mcp_method is a method mcp.KnownMethod accepts, or
+// LabelOther, LabelResponse or LabelNone; decision is an Outcome*; upstream
+// is a configured upstream name; result is "success" or "failure".
+const (
+	MetricRequests         = "mcpgate_requests_total"                     // counter{transport,mcp_method,decision}
+	MetricRequestDuration  = "mcpgate_request_duration_seconds"           // histogram{transport,mcp_method}
+	MetricPolicyDuration   = "mcpgate_policy_evaluation_duration_seconds" // histogram
+	MetricUpstreamDuration = "mcpgate_upstream_request_duration_seconds"  // histogram{upstream}
+	MetricPolicyReloads    = "mcpgate_policy_reloads_total"               // counter{result}
+)
+
+// mcp_method label values outside the method names.
+const (
+	LabelOther    = "other"    // a method mcpgate does not know
+	LabelResponse = "response" // a client's JSON-RPC response
+	LabelNone     = "none"     // no JSON-RPC message (GET, DELETE, OPTIONS, refused before parsing)
+)
+
+// Metrics holds mcpgate's Prometheus collectors. A nil *Metrics records
+// nothing.
+type Metrics struct {
+	requests         *prometheus.CounterVec
+	requestDuration  *prometheus.HistogramVec
+	policyDuration   prometheus.Histogram
+	upstreamDuration *prometheus.HistogramVec
+	policyReloads    *prometheus.CounterVec
+}
+
+// NewMetrics creates the collectors and registers them with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricRequests,
+			Help: "MCP HTTP requests handled, by transport, MCP method and outcome (allow, deny, invalid, error, local).",
+		}, []string{"transport", "mcp_method", "decision"}),
+		requestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    MetricRequestDuration,
+			Help:    "Time from receiving a request to the end of its exchange (streams included), in seconds.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"transport", "mcp_method"}),
+		policyDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    MetricPolicyDuration,
+			Help:    "Time spent evaluating one Rego policy decision, in seconds.",
+			Buckets: []float64{.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .005, .01, .05},
+		}),
+		upstreamDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    MetricUpstreamDuration,
+			Help:    "Time from forwarding a request to receiving the upstream's response headers, in seconds.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"upstream"}),
+		policyReloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricPolicyReloads,
+			Help: "Policy reload attempts, by result (success, failure).",
+		}, []string{"result"}),
+	}
+	reg.MustRegister(m.requests, m.requestDuration, m.policyDuration, m.upstreamDuration, m.policyReloads)
+	return m
+}
+
+func (m *Metrics) observeRequest(transport, method, outcome string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.requests.WithLabelValues(transport, method, outcome).Inc()
+	m.requestDuration.WithLabelValues(transport, method).Observe(d.Seconds())
+}
+
+func (m *Metrics) observePolicy(d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.policyDuration.Observe(d.Seconds())
+}
+
+// ObserveUpstream records the time to the upstream's response headers.
+func (m *Metrics) ObserveUpstream(upstream string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.upstreamDuration.WithLabelValues(upstream).Observe(d.Seconds())
+}
+
+// PolicyReloaded counts one reload attempt; the policy engine's OnReload
+// hook calls it.
+func (m *Metrics) PolicyReloaded(ok bool, _ error) {
+	if m == nil {
+		return
+	}
+	result := "success"
+	if !ok {
+		result = "failure"
+	}
+	m.policyReloads.WithLabelValues(result).Inc()
+}
+
+// MethodLabel returns the bounded mcp_method label of a parsed message.
+func MethodLabel(m *mcp.Message) string {
+	switch {
+	case m == nil:
+		return LabelNone
+	case m.Kind == mcp.KindResponse:
+		return LabelResponse
+	case mcp.KnownMethod(m.Method, m.Kind):
+		return m.Method
+	}
+	return LabelOther
+}

@@ -1,0 +1,313 @@
+// Package proxy is mcpgate's standalone adapter: a net/http reverse proxy
+// that hands every request to the transport-neutral pipeline and forwards
+// what it allows to the configured upstream, relaying SSE event by event.
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp"
+)
+
+// Route maps a path on the proxy listener to one upstream.
+type Route struct {
+	Path     string   // exact request path, e.g. "/mcp"
+	Upstream string   // upstream name (policy input, metrics label)
+	URL      *url.URL // upstream MCP endpoint
+}
+
+// Options configure a Proxy.
+type Options struct {
+	Pipeline     *gateway.Pipeline
+	Routes       []Route
+	MaxBodyBytes int64         // request body limit while reading (413)
+	ReadTimeout  time.Duration // bound on reading one request body (408); 0 = none
+	// MaxResponseBytes bounds a buffered application/json response the
+	// pipeline inspects (502 above it).
+	MaxResponseBytes int64
+	Transport        http.RoundTripper // default: a clone of http.DefaultTransport
+	Metrics          *gateway.Metrics
+	Logger           *slog.Logger
+}
+
+// Proxy is the standalone MCP proxy handler.
+type Proxy struct {
+	o      Options
+	routes map[string]*route
+	log    *slog.Logger
+}
+
+type route struct {
+	Route
+	rp *httputil.ReverseProxy
+}
+
+type ctxKey struct{}
+
+// state travels from ServeHTTP to the ReverseProxy hooks.
+type state struct {
+	x       *gateway.Exchange
+	v       gateway.Verdict
+	body    []byte
+	sent    time.Time
+	routeID string
+}
+
+var _ http.Handler = (*Proxy)(nil)
+
+// New returns the proxy handler.
+func New(o Options) *Proxy {
+	p := &Proxy{o: o, routes: map[string]*route{}, log: o.Logger}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	tr := o.Transport
+	if tr == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		// Compression stays under our control: the pipeline asks for
+		// identity and never parses compressed bytes.
+		t.DisableCompression = true
+		t.MaxIdleConnsPerHost = 64
+		tr = t
+	}
+	for _, r := range o.Routes {
+		rt := &route{Route: r}
+		rt.rp = &httputil.ReverseProxy{
+			Rewrite:        p.rewrite(r.URL),
+			Transport:      tr,
+			ModifyResponse: p.modifyResponse,
+			ErrorHandler:   p.errorHandler,
+			ErrorLog:       slog.NewLogLogger(p.log.Handler(), slog.LevelWarn),
+		}
+		p.routes[r.Path] = rt
+	}
+	return p
+}
+
+// ServeHTTP reads the request within its limits, runs the pipeline and
+// either answers locally or forwards.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rt, ok := p.routes[r.URL.Path]
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	body, local := p.readBody(w, r)
+	if local != nil {
+		writeLocal(w, local, nil)
+		return
+	}
+	req := &gateway.Request{
+		Transport: gateway.TransportProxy,
+		Method:    r.Method,
+		Path:      r.URL.Path,
+		Upstream:  rt.Upstream,
+		Header:    fromHTTP(r.Header),
+		Body:      body,
+	}
+	x, v := p.o.Pipeline.HandleRequest(r.Context(), req)
+	if v.Local != nil {
+		writeLocal(w, v.Local, nil)
+		return
+	}
+	st := &state{x: x, v: v, body: body, routeID: rt.Upstream}
+	rt.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, st)))
+}
+
+// readBody reads the whole body, enforcing the size limit while reading
+// (413) and the read timeout (408).
+func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *gateway.Local) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	limit := p.o.MaxBodyBytes
+	if limit > 0 && r.ContentLength > limit {
+		return nil, gateway.TooLarge(limit)
+	}
+	rc := http.NewResponseController(w)
+	if p.o.ReadTimeout > 0 {
+		_ = rc.SetReadDeadline(time.Now().Add(p.o.ReadTimeout))
+		// Clear it once the body is in: long-lived streams must not be
+		// cut by a read deadline left on the connection.
+		defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
+	}
+	src := io.Reader(r.Body)
+	if limit > 0 {
+		src = http.MaxBytesReader(w, r.Body, limit)
+	}
+	n := r.ContentLength
+	if n < 0 || n > 1<<20 {
+		n = 4096
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, n+1))
+	if _, err := buf.ReadFrom(src); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, gateway.TooLarge(limit)
+		}
+		var ne interface{ Timeout() bool }
+		if errors.As(err, &ne) && ne.Timeout() {
+			return nil, &gateway.Local{Status: http.StatusRequestTimeout}
+		}
+		return nil, &gateway.Local{Status: http.StatusBadRequest}
+	}
+	return buf.Bytes(), nil
+}
+
+// rewrite builds the outgoing request: target URL, the verdict's header
+// mutations and body. httputil.ReverseProxy strips hop-by-hop headers.
+func (p *Proxy) rewrite(target *url.URL) func(*httputil.ProxyRequest) {
+	return func(pr *httputil.ProxyRequest) {
+		st := pr.In.Context().Value(ctxKey{}).(*state)
+		pr.SetURL(target)
+		pr.Out.URL.Path = target.Path
+		pr.Out.URL.RawPath = target.RawPath
+		pr.Out.URL.RawQuery = mergeQuery(target.RawQuery, pr.In.URL.RawQuery)
+		pr.SetXForwarded()
+		body := st.body
+		if st.v.BodyChanged {
+			body = st.v.Body
+		}
+		for _, k := range st.v.RemoveHeader {
+			pr.Out.Header.Del(k)
+		}
+		for k, vals := range st.v.SetHeader {
+			pr.Out.Header[http.CanonicalHeaderKey(k)] = vals
+		}
+		if body != nil {
+			pr.Out.Body = io.NopCloser(bytes.NewReader(body))
+			pr.Out.ContentLength = int64(len(body))
+			pr.Out.Header.Set("Content-Length", strconv.Itoa(len(body)))
+			pr.Out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		}
+		st.sent = time.Now()
+	}
+}
+
+func mergeQuery(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "&" + b
+}
+
+// modifyResponse hands the upstream response to the pipeline: passed
+// through, buffered and shaped (JSON), or rewritten event by event (SSE).
+func (p *Proxy) modifyResponse(resp *http.Response) error {
+	st := resp.Request.Context().Value(ctxKey{}).(*state)
+	p.o.Metrics.ObserveUpstream(st.routeID, time.Since(st.sent))
+	for k, vals := range st.v.ResponseExtra {
+		resp.Header[http.CanonicalHeaderKey(k)] = vals
+	}
+	mode, err := st.x.ResponseHeaders(resp.StatusCode, fromHTTP(resp.Header))
+	if err != nil {
+		return err
+	}
+	switch mode {
+	case gateway.BufferJSON:
+		limit := p.o.MaxResponseBytes
+		data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		if int64(len(data)) > limit {
+			return errors.Join(gateway.ErrUpstreamResponse, errors.New("response exceeds the inspection limit"))
+		}
+		out, changed, err := st.x.ResponseBody(resp.Request.Context(), data)
+		if err != nil {
+			return err
+		}
+		if changed {
+			data = out
+			resp.ContentLength = int64(len(out))
+			resp.Header.Set("Content-Length", strconv.Itoa(len(out)))
+		}
+		resp.Body = &finishBody{ReadCloser: io.NopCloser(bytes.NewReader(data)), x: st.x}
+	case gateway.StreamSSE:
+		resp.Header.Del("Content-Length")
+		resp.ContentLength = -1
+		resp.Header.Set("X-Accel-Buffering", "no")
+		resp.Body = &finishBody{ReadCloser: newEventReader(resp.Body, st.x.NewEventRewriter(resp.Request.Context())), x: st.x}
+	default:
+		if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			resp.Header.Set("X-Accel-Buffering", "no")
+		}
+		resp.Body = &finishBody{ReadCloser: resp.Body, x: st.x}
+	}
+	return nil
+}
+
+// errorHandler answers when the upstream cannot be reached or its response
+// cannot be inspected: 502 with a JSON-RPC error for the request's id.
+func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
+	st := r.Context().Value(ctxKey{}).(*state)
+	defer st.x.Finish()
+	if errors.Is(err, context.Canceled) {
+		p.log.LogAttrs(r.Context(), slog.LevelDebug, "client went away", slog.String("upstream", st.routeID))
+		return
+	}
+	p.log.LogAttrs(r.Context(), slog.LevelWarn, "upstream exchange failed", slog.String("upstream", st.routeID), slog.Any("error", err))
+	var id []byte
+	if m := st.x.Message(); m != nil && m.Kind == mcp.KindRequest {
+		id = m.ID
+	}
+	if id == nil {
+		w.WriteHeader(http.StatusBadGateway)
+		return
+	}
+	writeLocal(w, &gateway.Local{Status: http.StatusBadGateway, Header: mcp.Header{"content-type": {"application/json"}},
+		Body: mcp.ErrorResponse(id, &mcp.Error{Code: mcp.CodeInternalError, Message: gateway.UpstreamFailure})}, st.v.ResponseExtra)
+}
+
+// finishBody records the exchange's metrics when the relay ends.
+type finishBody struct {
+	io.ReadCloser
+	x *gateway.Exchange
+}
+
+func (b *finishBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.x.Finish()
+	return err
+}
+
+func writeLocal(w http.ResponseWriter, l *gateway.Local, extra mcp.Header) {
+	h := w.Header()
+	for k, vals := range l.Header {
+		h[http.CanonicalHeaderKey(k)] = vals
+	}
+	for k, vals := range extra {
+		h[http.CanonicalHeaderKey(k)] = vals
+	}
+	if l.Body != nil {
+		h.Set("Content-Length", strconv.Itoa(len(l.Body)))
+	}
+	w.WriteHeader(l.Status)
+	if l.Body != nil {
+		_, _ = w.Write(l.Body)
+	}
+}
+
+// fromHTTP converts header fields to the pipeline's lower-case form.
+func fromHTTP(h http.Header) mcp.Header {
+	out := make(mcp.Header, len(h))
+	for k, v := range h {
+		out[strings.ToLower(k)] = v
+	}
+	return out
+}

@@ -1,0 +1,253 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"mime"
+	"strings"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/mcpgate/mcpgate/gateway/mcp"
+	"github.com/mcpgate/mcpgate/gateway/mcp/sse"
+	"github.com/mcpgate/mcpgate/policy"
+)
+
+// ResponseMode tells the adapter how to relay an upstream response.
+type ResponseMode int
+
+const (
+	// PassThrough relays the body untouched; the pipeline need not see it.
+	PassThrough ResponseMode = iota
+	// BufferJSON: read the whole application/json body and call ResponseBody.
+	BufferJSON
+	// StreamSSE: relay text/event-stream through an EventRewriter, event by
+	// event, flushing each, never buffering the stream.
+	StreamSSE
+)
+
+// listKinds maps each list method to the member of its result that holds
+// the list.
+var listKinds = map[string]string{
+	"tools/list":               "tools",
+	"prompts/list":             "prompts",
+	"resources/list":           "resources",
+	"resources/templates/list": "resourceTemplates",
+}
+
+// ErrUpstreamResponse is returned when an upstream response the pipeline must
+// inspect cannot be (compressed with an unknown coding, not JSON, not the
+// answer to the request). The adapter answers 502; nothing unchecked
+// reaches the client.
+var ErrUpstreamResponse = errors.New("upstream response cannot be inspected")
+
+// uncheckable is the message of the error that replaces an upstream answer
+// the pipeline could not inspect.
+const uncheckable = "The upstream MCP server answered with something mcpgate cannot check; the answer was withheld."
+
+// UpstreamFailure is the JSON-RPC error message adapters send (with 502)
+// when the upstream cannot be reached or its response cannot be inspected.
+const UpstreamFailure = "The upstream MCP server could not be reached or answered with something mcpgate cannot check."
+
+// ResponseHeaders decides how the upstream's response is relayed. Only
+// results the policy shapes are inspected; everything else passes through.
+func (x *Exchange) ResponseHeaders(status int, h mcp.Header) (ResponseMode, error) {
+	if x.listKind == "" || status != 200 {
+		return PassThrough, nil
+	}
+	if enc := strings.ToLower(h.Get("content-encoding")); enc != "" && enc != "identity" {
+		return PassThrough, ErrUpstreamResponse
+	}
+	mt, _, _ := mime.ParseMediaType(h.Get("content-type"))
+	switch mt {
+	case "application/json":
+		return BufferJSON, nil
+	case "text/event-stream":
+		return StreamSSE, nil
+	}
+	return PassThrough, ErrUpstreamResponse
+}
+
+// ResponseBody shapes a buffered application/json response. It returns the
+// body to relay and whether it differs from body (then the adapter sets a
+// new content-length).
+func (x *Exchange) ResponseBody(ctx context.Context, body []byte) ([]byte, bool, error) {
+	out, err := x.shape(ctx, body)
+	if err != nil {
+		return nil, false, err
+	}
+	if out == nil {
+		return body, false, nil
+	}
+	return out, true, nil
+}
+
+// shape returns the rewritten message, nil when nothing changes, or an error
+// when body is not the JSON-RPC answer to this request.
+func (x *Exchange) shape(ctx context.Context, body []byte) ([]byte, error) {
+	msg, perr := mcp.Parse(body, x.p.opts.MaxJSONDepth)
+	if perr != nil {
+		return nil, errors.Join(ErrUpstreamResponse, perr)
+	}
+	if msg.Kind != mcp.KindResponse || !bytes.Equal(msg.ID, x.msg.ID) || msg.Result == nil {
+		// A server request or notification inside the stream, another
+		// answer, or a JSON-RPC error: nothing to shape; relayed as is.
+		return nil, nil
+	}
+	result, err := x.filterList(ctx, msg.Result)
+	if err != nil || result == nil {
+		return nil, err
+	}
+	return mcp.ResultResponse(msg.ID, result), nil
+}
+
+// listEntry is the part of a list item the policy needs.
+type listEntry struct {
+	Name        string `json:"name"`
+	URI         string `json:"uri"`
+	URITemplate string `json:"uriTemplate"`
+}
+
+// filterList keeps the list items the policy shows (phase "list"), in the
+// upstream's order. It returns nil when every item stays.
+func (x *Exchange) filterList(ctx context.Context, result jsontext.Value) (jsontext.Value, error) {
+	var members []struct {
+		name  string
+		value jsontext.Value
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(result))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return nil, errors.Join(ErrUpstreamResponse, errors.New("result is not an object"))
+	}
+	listAt := -1
+	for dec.PeekKind() != '}' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return nil, errors.Join(ErrUpstreamResponse, err)
+		}
+		val, err := dec.ReadValue()
+		if err != nil {
+			return nil, errors.Join(ErrUpstreamResponse, err)
+		}
+		name := tok.String()
+		if name == x.listKind {
+			listAt = len(members)
+		}
+		members = append(members, struct {
+			name  string
+			value jsontext.Value
+		}{name, bytes.Clone(val)})
+	}
+	if listAt < 0 {
+		return nil, nil
+	}
+	var raw []jsontext.Value
+	if err := json.Unmarshal(members[listAt].value, &raw); err != nil {
+		return nil, errors.Join(ErrUpstreamResponse, err)
+	}
+	items := make([]policy.Item, len(raw))
+	for i, r := range raw {
+		var e listEntry
+		if err := json.Unmarshal(r, &e, json.RejectUnknownMembers(false)); err != nil {
+			return nil, errors.Join(ErrUpstreamResponse, err)
+		}
+		switch x.listKind {
+		case "tools":
+			items[i] = policy.Item{Name: e.Name, Tool: x.p.tool(x.req.Upstream, e.Name)}
+		case "resources":
+			items[i] = policy.Item{Name: e.URI}
+		case "resourceTemplates":
+			items[i] = policy.Item{Name: e.URITemplate}
+		default:
+			items[i] = policy.Item{Name: e.Name}
+		}
+	}
+	d := x.p.decide(ctx, x, policy.PhaseList, items)
+	visible := make(map[string]bool, len(d.Visible))
+	if d.Allow {
+		for _, n := range d.Visible {
+			visible[n] = true
+		}
+	}
+	kept := raw[:0:0]
+	for i, r := range raw {
+		if visible[items[i].Name] {
+			kept = append(kept, r)
+		}
+	}
+	if len(kept) == len(raw) {
+		return nil, nil
+	}
+	var out bytes.Buffer
+	enc := jsontext.NewEncoder(&out)
+	_ = enc.WriteToken(jsontext.BeginObject)
+	for i, m := range members {
+		_ = enc.WriteToken(jsontext.String(m.name))
+		if i != listAt {
+			if err := enc.WriteValue(m.value); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		_ = enc.WriteToken(jsontext.BeginArray)
+		for _, r := range kept {
+			if err := enc.WriteValue(r); err != nil {
+				return nil, err
+			}
+		}
+		_ = enc.WriteToken(jsontext.EndArray)
+	}
+	if err := enc.WriteToken(jsontext.EndObject); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(out.Bytes(), []byte("\n")), nil
+}
+
+// EventRewriter relays a text/event-stream response event by event: events
+// carrying the answer to this request are shaped, every other byte is
+// relayed unchanged. Partial events are held back across chunks.
+type EventRewriter struct {
+	x   *Exchange
+	ctx context.Context
+	s   *sse.Splitter
+	buf []byte
+}
+
+// NewEventRewriter returns the rewriter for a StreamSSE response.
+func (x *Exchange) NewEventRewriter(ctx context.Context) *EventRewriter {
+	return &EventRewriter{x: x, ctx: ctx, s: sse.NewSplitter(x.p.opts.MaxSSEEventBytes)}
+}
+
+// Write consumes a chunk of the upstream stream and calls emit with each
+// complete event's bytes to relay (emit's argument is reused afterwards).
+func (w *EventRewriter) Write(chunk []byte, emit func([]byte) error) error {
+	return w.s.Write(chunk, func(raw []byte) error { return w.event(raw, emit) })
+}
+
+// Flush relays the bytes held back at the end of the stream.
+func (w *EventRewriter) Flush(emit func([]byte) error) error {
+	return w.s.Flush(emit)
+}
+
+func (w *EventRewriter) event(raw []byte, emit func([]byte) error) error {
+	ev := sse.Parse(raw)
+	if !ev.HasData || len(ev.Data) == 0 || ev.Data[0] != '{' {
+		return emit(raw)
+	}
+	out, err := w.x.shape(w.ctx, ev.Data)
+	if err != nil {
+		// The stream is under way: the status can no longer change, so
+		// the unchecked answer is replaced by a JSON-RPC error event.
+		w.x.p.log.LogAttrs(w.ctx, slog.LevelWarn, "upstream event cannot be inspected", slog.String("mcp_method", w.x.label), slog.Any("error", err))
+		out = mcp.ErrorResponse(w.x.msg.ID, &mcp.Error{Code: mcp.CodeInternalError, Message: uncheckable})
+	}
+	if out == nil {
+		return emit(raw)
+	}
+	ev.Data = out
+	w.buf = sse.AppendEvent(w.buf[:0], ev)
+	return emit(w.buf)
+}

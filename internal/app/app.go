@@ -1,0 +1,185 @@
+// Package app wires a loaded configuration into running listeners: the
+// policy engine, the pipeline, the standalone proxy and the admin listener
+// (/metrics, /healthz, /readyz). The CLI's serve and demo commands use it.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/mcpgate/mcpgate/config"
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/proxy"
+	"github.com/mcpgate/mcpgate/policy"
+)
+
+// App is a running gateway.
+type App struct {
+	Engine    *policy.Engine
+	Pipeline  *gateway.Pipeline
+	Registry  *prometheus.Registry
+	ProxyAddr string // "" when the proxy listener is disabled
+	AdminAddr string // "" when the admin listener is disabled
+
+	log     *slog.Logger
+	servers []*http.Server
+	ready   atomic.Bool
+	wg      sync.WaitGroup
+	errc    chan error
+}
+
+// maxResponseBytes bounds a buffered JSON response the pipeline inspects.
+const maxResponseBytes = 64 << 20
+
+// Start compiles the policy, builds the pipeline and starts every listener
+// the configuration enables. The returned App serves until ctx ends or
+// Shutdown is called.
+func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, error) {
+	a := &App{log: log, Registry: prometheus.NewRegistry(), errc: make(chan error, 4)}
+	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := gateway.NewMetrics(a.Registry)
+
+	decls := map[string]map[string]policy.ToolDeclaration{}
+	for _, u := range cfg.Upstreams {
+		decls[u.Name] = u.Tools
+	}
+	eng, err := policy.New(ctx, policy.Options{
+		Dirs:         cfg.Policy.Dirs,
+		Declarations: decls,
+		Logger:       log,
+		OnReload:     metrics.PolicyReloaded,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load policy: %w", err)
+	}
+	a.Engine = eng
+	a.Pipeline = gateway.New(eng, gateway.Options{
+		Declarations:     decls,
+		MaxBodyBytes:     cfg.Limits.MaxBodyBytes,
+		MaxJSONDepth:     cfg.Limits.MaxJSONDepth,
+		MaxSSEEventBytes: cfg.Limits.MaxSSEEventBytes,
+		AllowedOrigins:   cfg.Transport.AllowedOrigins,
+		Logger:           log,
+		Metrics:          metrics,
+	})
+	if cfg.Policy.WatchEnabled() && len(cfg.Policy.Dirs) > 0 {
+		go func() {
+			if err := eng.Watch(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				log.Error("policy watch stopped", "error", err)
+			}
+		}()
+	}
+
+	var routes []proxy.Route
+	for _, u := range cfg.Upstreams {
+		target, err := url.Parse(u.URL)
+		if err != nil {
+			return nil, fmt.Errorf("upstream %q: %w", u.Name, err)
+		}
+		routes = append(routes, proxy.Route{Path: u.Route, Upstream: u.Name, URL: target})
+	}
+	if !cfg.Listeners.Proxy.Disabled {
+		h := proxy.New(proxy.Options{
+			Pipeline:         a.Pipeline,
+			Routes:           routes,
+			MaxBodyBytes:     cfg.Limits.MaxBodyBytes,
+			ReadTimeout:      cfg.Limits.ReadTimeoutDuration(),
+			MaxResponseBytes: maxResponseBytes,
+			Metrics:          metrics,
+			Logger:           log,
+		})
+		addr, err := a.listen(cfg.Listeners.Proxy.Address, h, cfg.Limits.ReadHeaderTimeoutDuration())
+		if err != nil {
+			a.Shutdown(context.Background())
+			return nil, fmt.Errorf("proxy listener: %w", err)
+		}
+		a.ProxyAddr = addr
+	}
+	if !cfg.Listeners.Admin.Disabled {
+		addr, err := a.listen(cfg.Listeners.Admin.Address, a.adminHandler(), cfg.Limits.ReadHeaderTimeoutDuration())
+		if err != nil {
+			a.Shutdown(context.Background())
+			return nil, fmt.Errorf("admin listener: %w", err)
+		}
+		a.AdminAddr = addr
+	}
+	a.ready.Store(true)
+	return a, nil
+}
+
+// listen starts one HTTP server. No read or write timeout covers a whole
+// exchange: MCP streams are long-lived; the proxy bounds body reads itself.
+func (a *App) listen(addr string, h http.Handler, readHeader time.Duration) (string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: readHeader,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
+	}
+	a.servers = append(a.servers, srv)
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.errc <- err
+		}
+	}()
+	return ln.Addr().String(), nil
+}
+
+func (a *App) adminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(a.Registry, promhttp.HandlerOpts{Registry: a.Registry}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if !a.ready.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintln(w, "not ready")
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	return mux
+}
+
+// Reload recompiles the policy (SIGHUP). A policy that fails to compile
+// keeps the old one; the error is returned and counted.
+func (a *App) Reload(ctx context.Context) error { return a.Engine.Reload(ctx) }
+
+// Err reports a listener that stopped unexpectedly.
+func (a *App) Err() <-chan error { return a.errc }
+
+// Shutdown stops accepting, marks the gateway not ready, and waits for
+// in-flight exchanges until ctx ends.
+func (a *App) Shutdown(ctx context.Context) error {
+	a.ready.Store(false)
+	var errs []error
+	for _, s := range a.servers {
+		if err := s.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+			_ = s.Close()
+		}
+	}
+	a.wg.Wait()
+	return errors.Join(errs...)
+}

@@ -1,0 +1,23 @@
+package policy
+
+// Reason codes of the default policy (rego/mcpgate.rego). Policies may add
+// their own; every code is snake_case and bounded, so it can be a metric
+// label value.
+const (
+	// CodeMethodNotAllowed: the JSON-RPC method is not one the policy knows
+	// (and, in phase "list", not a list method).
+	CodeMethodNotAllowed = "method_not_allowed"
+	// CodeMalformedMessage: a known method sent as the wrong kind, or
+	// without the params it needs (name, uri), or with non-object arguments.
+	CodeMalformedMessage = "malformed_message"
+	// CodeToolNotDeclared: tools/call names a tool nobody declared.
+	CodeToolNotDeclared = "tool_not_declared"
+	// CodeToolHidden: tools/call names a declared tool marked hidden.
+	CodeToolHidden = "tool_hidden"
+	// CodeMissingRights: an authenticated principal lacks a right the tool
+	// declares.
+	CodeMissingRights = "missing_rights"
+	// CodeInvalidToolDeclaration: the tool is declared with an effect class
+	// the policy does not know.
+	CodeInvalidToolDeclaration = "invalid_tool_declaration"
+)

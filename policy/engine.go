@@ -1,0 +1,185 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/metrics"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/topdown"
+)
+
+// Options configure an Engine.
+type Options struct {
+	// Dirs are directories of .rego files and optional data files (.json,
+	// .yaml, .yml), loaded recursively; *_test.rego files and names starting
+	// with "." are skipped. Empty means the embedded default policy
+	// (rego.Default without examples/ and tests).
+	Dirs []string
+	// Declarations are the per-tool declarations, upstream → tool →
+	// declaration, loaded as data.mcpgate.upstreams[u].tools[t]. New checks
+	// them with ValidateDeclarations.
+	Declarations map[string]map[string]ToolDeclaration
+	// Logger receives load, reload and evaluation failures. Nil discards.
+	Logger *slog.Logger
+	// OnReload, if set, is called after every Reload attempt (also those
+	// Watch starts, not the initial load in New) with its outcome; e.g. to
+	// count reloads and record the last success.
+	OnReload func(ok bool, err error)
+}
+
+// Engine evaluates data.mcpgate.decision. It is safe for concurrent use:
+// each Decide sees one whole policy version, and Reload swaps versions
+// atomically.
+type Engine struct {
+	dirs         []string
+	declarations map[string]map[string]ToolDeclaration
+	log          *slog.Logger
+	onReload     func(bool, error)
+
+	reloadMu sync.Mutex // serialises Reload
+	current  atomic.Pointer[policyVersion]
+}
+
+// New loads, compiles and prepares the policy. The error lists every
+// problem found in the policy files and the declarations.
+func New(ctx context.Context, o Options) (*Engine, error) {
+	e := &Engine{
+		dirs:         slices.Clone(o.Dirs),
+		declarations: make(map[string]map[string]ToolDeclaration, len(o.Declarations)),
+		log:          o.Logger,
+		onReload:     o.OnReload,
+	}
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
+	}
+	var errs []error
+	for _, u := range slices.Sorted(maps.Keys(o.Declarations)) {
+		errs = append(errs, ValidateDeclarations(u, o.Declarations[u])...)
+		e.declarations[u] = maps.Clone(o.Declarations[u])
+	}
+	if len(errs) > 0 {
+		return nil, problems("invalid tool declarations", errs)
+	}
+	start := time.Now()
+	p, err := load(ctx, e.dirs, e.declarations)
+	if err != nil {
+		return nil, err
+	}
+	e.current.Store(p)
+	e.loaded(ctx, "policy loaded", p, start)
+	return e, nil
+}
+
+func (e *Engine) loaded(ctx context.Context, msg string, p *policyVersion, start time.Time) {
+	e.log.LogAttrs(ctx, slog.LevelInfo, msg,
+		slog.Int("modules", p.modules),
+		slog.Any("dirs", e.dirs),
+		slog.Float64("duration_seconds", time.Since(start).Seconds()))
+	if !p.defined {
+		e.log.LogAttrs(ctx, slog.LevelWarn, "no rule defines "+Query+"; every message will be denied",
+			slog.Any("dirs", e.dirs))
+	}
+}
+
+// Reload recompiles the policy from Options.Dirs (and the declarations
+// given to New). On success the new version serves every later Decide; on
+// failure the previous version stays, the failure is logged, and the error
+// is returned. Either way OnReload is told.
+func (e *Engine) Reload(ctx context.Context) error {
+	e.reloadMu.Lock()
+	defer e.reloadMu.Unlock()
+	start := time.Now()
+	p, err := load(ctx, e.dirs, e.declarations)
+	if err != nil {
+		e.log.LogAttrs(ctx, slog.LevelError, "policy reload failed; keeping the previous policy",
+			slog.Any("dirs", e.dirs), slog.String("error", err.Error()))
+	} else {
+		e.current.Store(p)
+		e.loaded(ctx, "policy reloaded", p, start)
+	}
+	if e.onReload != nil {
+		e.onReload(err == nil, err)
+	}
+	return err
+}
+
+// resultTerm keeps the decision as an OPA term (no conversion to Go maps);
+// readDecision checks it.
+func resultTerm(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil }
+
+// Decide evaluates data.mcpgate.decision for in. It never returns a nil
+// Decision, and every Decision has a fresh ID.
+//
+// A non-nil error means the policy failed and the Decision is a deny with
+// one reason whose code says how: CodeUndefinedDecision (ErrUndefinedDecision),
+// CodeInvalidDecision (ErrInvalidDecision), CodeInvalidInput
+// (ErrInvalidInput) or CodePolicyError (an evaluation error, including ctx
+// ending). The failure is already logged with the decision id; callers
+// answer with the Decision and may count the code.
+func (e *Engine) Decide(ctx context.Context, in *Input) (*Decision, error) {
+	d := &Decision{ID: newID()}
+	if in == nil {
+		return e.fail(ctx, d, CodeInvalidInput, fmt.Errorf("%w: nil Input", ErrInvalidInput))
+	}
+	input, err := inputValue(in)
+	if err != nil {
+		return e.fail(ctx, d, CodeInvalidInput, fmt.Errorf("%w: %w", ErrInvalidInput, err))
+	}
+	if err := ctx.Err(); err != nil {
+		return e.fail(ctx, d, CodePolicyError, fmt.Errorf("policy: evaluate: %w", err))
+	}
+
+	opts := []rego.EvalOption{
+		rego.EvalParsedInput(input),
+		rego.EvalMetrics(metrics.NoOp()),
+		rego.EvalGenerateJSON(resultTerm),
+	}
+	if ctx.Done() != nil {
+		// Cancel evaluation with ctx, without the goroutine rego would
+		// otherwise start per evaluation.
+		c := topdown.NewCancel()
+		defer context.AfterFunc(ctx, c.Cancel)()
+		opts = append(opts, rego.EvalExternalCancel(c))
+	}
+	rs, err := e.current.Load().query.Eval(ctx, opts...)
+	if err != nil {
+		return e.fail(ctx, d, CodePolicyError, fmt.Errorf("policy: evaluate: %w", err))
+	}
+	if len(rs) == 0 {
+		return e.fail(ctx, d, CodeUndefinedDecision, ErrUndefinedDecision)
+	}
+	if len(rs) > 1 || len(rs[0].Expressions) != 1 {
+		return e.fail(ctx, d, CodeInvalidDecision, fmt.Errorf("%w: %d results", ErrInvalidDecision, len(rs)))
+	}
+	t, ok := rs[0].Expressions[0].Value.(*ast.Term)
+	if !ok {
+		return e.fail(ctx, d, CodeInvalidDecision, fmt.Errorf("%w: result is %T", ErrInvalidDecision, rs[0].Expressions[0].Value))
+	}
+	if err := readDecision(t, d); err != nil {
+		return e.fail(ctx, d, CodeInvalidDecision, err)
+	}
+	return d, nil
+}
+
+// fail turns d into a deny with code, logs err and returns both.
+func (e *Engine) fail(ctx context.Context, d *Decision, code string, err error) (*Decision, error) {
+	d.deny(code)
+	level := slog.LevelError
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		level = slog.LevelWarn
+	}
+	e.log.LogAttrs(ctx, level, "policy decision failed",
+		slog.String("decision_id", d.ID),
+		slog.String("code", code),
+		slog.String("error", err.Error()))
+	return d, err
+}

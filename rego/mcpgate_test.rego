@@ -1,0 +1,298 @@
+# METADATA
+# title: Tests of the mcpgate default policy
+# description: Run with `go test ./rego/` or `opa test rego/ --ignore examples`.
+package mcpgate_test
+
+import data.mcpgate
+
+# --- fixtures ----------------------------------------------------------------
+
+_transport := {
+	"kind": "proxy",
+	"http_method": "POST",
+	"path": "/mcp",
+	"upstream": "crm",
+	"protocol_version": "2026-07-28",
+}
+
+_anonymous := {"authenticated": false}
+
+_alice := {"authenticated": true, "tenant": "acme", "subject": "alice", "rights": ["crm.read", "crm.write"]}
+
+_request(method) := {
+	"version": "mcpgate.policy/v1",
+	"phase": "request",
+	"transport": _transport,
+	"message": {"kind": "request", "method": method},
+	"principal": _anonymous,
+}
+
+_notification(method) := object.union(_request(method), {"message": {"kind": "notification", "method": method}})
+
+_call(tool, principal) := {
+	"version": "mcpgate.policy/v1",
+	"phase": "request",
+	"transport": _transport,
+	"message": {"kind": "request", "method": "tools/call", "name": tool.name, "arguments": {"id": 42}},
+	"tool": tool,
+	"principal": principal,
+}
+
+_list(method, items, principal) := {
+	"version": "mcpgate.policy/v1",
+	"phase": "list",
+	"transport": _transport,
+	"message": {"kind": "request", "method": method},
+	"items": items,
+	"principal": principal,
+}
+
+_search := {"name": "search", "declared": true, "effect": "read", "rights": ["crm.read"]}
+
+_update := {"name": "update", "declared": true, "effect": "silent_write", "rights": ["crm.write"]}
+
+_purge := {"name": "purge", "declared": true, "effect": "delete", "rights": ["crm.admin"]}
+
+_retired := {"name": "retired", "declared": true, "effect": "read", "hidden": true}
+
+_unknown := {"name": "unknown", "declared": false, "effect": ""}
+
+_broken := {"name": "broken", "declared": true, "effect": "readonly"}
+
+_codes(d) := {r.code | some r in d.reasons}
+
+_allowed(inp) if {
+	d := mcpgate.decision with input as inp
+	d.allow == true
+	count(d.reasons) == 0
+}
+
+_denied_with(inp, code) if {
+	d := mcpgate.decision with input as inp
+	d.allow == false
+	code in _codes(d)
+}
+
+# --- methods -----------------------------------------------------------------
+
+test_known_requests_allowed if {
+	every method in mcpgate._request_methods - {"tools/call", "prompts/get", "resources/read", "resources/subscribe", "resources/unsubscribe"} {
+		_allowed(_request(method))
+	}
+}
+
+test_known_notifications_allowed if {
+	every method in mcpgate._notification_methods {
+		_allowed(_notification(method))
+	}
+}
+
+test_named_requests_allowed if {
+	_allowed(object.union(_request("prompts/get"), {"message": {"name": "summary", "arguments": {"topic": "q3"}}}))
+	every method in {"resources/read", "resources/subscribe", "resources/unsubscribe"} {
+		_allowed(object.union(_request(method), {"message": {"uri": "file:///notes.txt"}}))
+	}
+}
+
+test_unknown_method_denied if {
+	_denied_with(_request("sampling/createMessage"), "method_not_allowed")
+	_denied_with(_request("tools/delete"), "method_not_allowed")
+	_denied_with(_request(""), "method_not_allowed")
+	_denied_with(_notification("notifications/message"), "method_not_allowed")
+}
+
+test_missing_method_denied if {
+	_denied_with(json.remove(_request("ping"), ["message/method"]), "method_not_allowed")
+}
+
+test_method_not_allowed_reason if {
+	d := mcpgate.decision with input as _request("admin/shutdown")
+	d == {"allow": false, "reasons": [{
+		"code": "method_not_allowed",
+		"cause": "Method \"admin/shutdown\" is not allowed on this server.",
+		"fix": "Use one of the MCP methods this server supports, such as tools/list and tools/call.",
+	}]}
+}
+
+test_wrong_kind_denied if {
+	_denied_with(_notification("tools/list"), "malformed_message")
+	_denied_with(_request("notifications/initialized"), "malformed_message")
+	_denied_with(json.remove(_request("ping"), ["message/kind"]), "malformed_message")
+}
+
+test_missing_params_denied if {
+	_denied_with(_request("tools/call"), "malformed_message")
+	_denied_with(object.union(_request("tools/call"), {"message": {"name": ""}}), "malformed_message")
+	_denied_with(_request("prompts/get"), "malformed_message")
+	_denied_with(object.union(_request("prompts/get"), {"message": {"name": 7}}), "malformed_message")
+	every method in {"resources/read", "resources/subscribe", "resources/unsubscribe"} {
+		_denied_with(_request(method), "malformed_message")
+	}
+}
+
+test_missing_name_reason_names_list_tool if {
+	d := mcpgate.decision with input as _request("tools/call")
+	d.reasons == [{
+		"code": "malformed_message",
+		"cause": "tools/call needs params.name.",
+		"fix": "Call tools/call with params.name set to an entry of tools/list.",
+		"next_tool": "tools/list",
+	}]
+	not "effect" in object.keys(d)
+}
+
+test_arguments_must_be_object if {
+	_denied_with(json.patch(_call(_search, _anonymous), [{"op": "replace", "path": "/message/arguments", "value": [1, 2]}]), "malformed_message")
+	_denied_with(object.union(_request("prompts/get"), {"message": {"name": "summary", "arguments": "x"}}), "malformed_message")
+	_allowed(json.remove(_call(_search, _anonymous), ["message/arguments"]))
+}
+
+# --- tools/call ----------------------------------------------------------------
+
+test_declared_tool_allowed_with_effect if {
+	d := mcpgate.decision with input as _call(_search, _anonymous)
+	d == {"allow": true, "reasons": [], "effect": "read"}
+}
+
+test_effect_is_declared_class if {
+	every tool in [_search, _update, _purge] {
+		d := mcpgate.decision with input as _call(tool, _anonymous)
+		d.effect == tool.effect
+	}
+}
+
+test_undeclared_tool_denied if {
+	d := mcpgate.decision with input as _call(_unknown, _anonymous)
+	d == {"allow": false, "reasons": [{
+		"code": "tool_not_declared",
+		"cause": "Tool \"unknown\" is not available on this server.",
+		"fix": "Call tools/list to see the tools you can use.",
+		"next_tool": "tools/list",
+	}]}
+}
+
+test_missing_tool_input_fails_closed if {
+	inp := json.remove(_call(_search, _anonymous), ["tool"])
+	_denied_with(inp, "tool_not_declared")
+	d := mcpgate.decision with input as inp
+	not "effect" in object.keys(d)
+}
+
+test_declared_flag_must_be_true if {
+	_denied_with(_call(json.remove(_search, ["declared"]), _anonymous), "tool_not_declared")
+	_denied_with(_call(object.union(_search, {"declared": "true"}), _anonymous), "tool_not_declared")
+}
+
+test_invalid_declaration_denied if {
+	d := mcpgate.decision with input as _call(_broken, _anonymous)
+	d.allow == false
+	_codes(d) == {"invalid_tool_declaration"}
+	not "effect" in object.keys(d)
+	_denied_with(_call(json.remove(_search, ["effect"]), _anonymous), "invalid_tool_declaration")
+}
+
+test_hidden_tool_denied if {
+	d := mcpgate.decision with input as _call(_retired, _anonymous)
+	d.allow == false
+	d.reasons == [{
+		"code": "tool_hidden",
+		"cause": "Tool \"retired\" is hidden on this server.",
+		"fix": "Call tools/list to see the tools you can use.",
+		"next_tool": "tools/list",
+	}]
+}
+
+test_rights_held_allowed if {
+	_allowed(_call(_search, _alice))
+	_allowed(_call(_update, _alice))
+	_allowed(_call(object.union(_search, {"rights": []}), _alice))
+	_allowed(_call(json.remove(_search, ["rights"]), _alice))
+}
+
+test_missing_rights_denied if {
+	d := mcpgate.decision with input as _call(_purge, _alice)
+	d.reasons == [{
+		"code": "missing_rights",
+		"cause": "Tool \"purge\" needs the rights \"crm.admin\", which you do not hold.",
+		"fix": "Ask an administrator of your organisation for these rights, or call tools/list to see the tools you can use.",
+		"next_tool": "tools/list",
+	}]
+	d.allow == false
+}
+
+test_missing_rights_lists_every_missing_right if {
+	tool := object.union(_purge, {"rights": ["crm.read", "crm.export", "crm.admin"]})
+	d := mcpgate.decision with input as _call(tool, _alice)
+	d.reasons[0].cause == "Tool \"purge\" needs the rights \"crm.admin\", \"crm.export\", which you do not hold."
+}
+
+test_authenticated_without_rights_denied if {
+	_denied_with(_call(_search, json.remove(_alice, ["rights"])), "missing_rights")
+}
+
+test_unauthenticated_skips_rights if {
+	_allowed(_call(_purge, _anonymous))
+	_allowed(_call(_purge, json.remove(_anonymous, ["authenticated"])))
+}
+
+test_several_reasons_reported if {
+	d := mcpgate.decision with input as _call(object.union(_retired, {"rights": ["crm.admin"]}), _alice)
+	_codes(d) == {"tool_hidden", "missing_rights"}
+}
+
+# --- phase "list" --------------------------------------------------------------
+
+_tool_items := [{"name": t.name, "tool": t} | some t in [_search, _update, _purge, _retired, _unknown, _broken]]
+
+test_list_shows_declared_tools_in_order if {
+	d := mcpgate.decision with input as _list("tools/list", _tool_items, _anonymous)
+	d == {"allow": true, "visible": ["search", "update", "purge"]}
+}
+
+test_list_filters_by_rights if {
+	d := mcpgate.decision with input as _list("tools/list", _tool_items, _alice)
+	d.visible == ["search", "update"]
+}
+
+test_list_item_without_tool_hidden if {
+	d := mcpgate.decision with input as _list("tools/list", [{"name": "search"}], _anonymous)
+	d.visible == []
+}
+
+test_list_prompts_and_resources_visible if {
+	items := [{"name": "summary"}, {"name": "file:///a.txt"}]
+	every method in {"prompts/list", "resources/list", "resources/templates/list"} {
+		d := mcpgate.decision with input as _list(method, items, _alice)
+		d == {"allow": true, "visible": ["summary", "file:///a.txt"]}
+	}
+}
+
+test_list_without_items if {
+	d := mcpgate.decision with input as json.remove(_list("tools/list", [], _anonymous), ["items"])
+	d == {"allow": true, "visible": []}
+}
+
+test_list_unknown_method_denied if {
+	d := mcpgate.decision with input as _list("tasks/list", [{"name": "t1"}], _anonymous)
+	d.allow == false
+	d.visible == []
+	_codes(d) == {"method_not_allowed"}
+}
+
+# One visibility rule: a tool is listed exactly when a call to it is allowed.
+test_list_and_call_agree if {
+	every principal in [_anonymous, _alice] {
+		d := mcpgate.decision with input as _list("tools/list", _tool_items, principal)
+		every item in _tool_items {
+			c := mcpgate.decision with input as _call(item.tool, principal)
+			c.allow == (item.name in d.visible)
+		}
+	}
+}
+
+# --- phase -----------------------------------------------------------------------
+
+test_unknown_phase_denied if {
+	_denied_with(object.union(_request("ping"), {"phase": "response"}), "invalid_input")
+	_denied_with(json.remove(_request("ping"), ["phase"]), "invalid_input")
+}
