@@ -1,6 +1,3 @@
-// Package config loads and validates mcpgate's YAML configuration: strict
-// decoding (unknown keys are errors naming the key path), defaults from named
-// constants, and Validate listing every problem at once.
 package config
 
 import (
@@ -92,10 +89,12 @@ type Limits struct {
 
 // Transport holds HTTP-level rules.
 type Transport struct {
-	// AllowedOrigins are the Origin values accepted (exact, e.g.
-	// "https://app.example.com"); a request with another Origin gets 403.
-	// Requests without Origin are accepted. Default: none allowed except
-	// loopback origins (http://localhost, http://127.0.0.1, any port).
+	// AllowedOrigins are the Origin values accepted (scheme://host[:port],
+	// e.g. "https://app.example.com"; compared exactly but for case and a
+	// trailing "/"); a request with another Origin gets 403. Requests
+	// without Origin are accepted. Default (empty): only loopback origins
+	// (http or https on localhost, 127.0.0.1, [::1], any port); a
+	// non-empty list replaces that default.
 	AllowedOrigins []string `yaml:"allowed_origins"`
 }
 

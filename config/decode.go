@@ -254,6 +254,10 @@ func (d *decoder) decode(n ast.Node, v reflect.Value, path string) {
 		for i, item := range seq.Values {
 			p := indexPath(path, i)
 			d.mark(p, item)
+			if _, null := item.(*ast.NullNode); null {
+				d.fail(p, item, "empty list element")
+				continue
+			}
 			d.decode(item, s.Index(i), p)
 		}
 		v.Set(s)
@@ -276,6 +280,11 @@ func (d *decoder) decode(n ast.Node, v reflect.Value, path string) {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		i, ok := n.(*ast.IntegerNode)
 		if !ok {
+			if s, isString := n.(*ast.StringNode); isString && s.Token != nil && s.Token.Type != token.DoubleQuoteType &&
+				s.Token.Type != token.SingleQuoteType && strings.Trim(s.Value, "0123456789") == "" && s.Value != "" {
+				d.fail(path, n, "integer %s is out of range", s.Value)
+				return
+			}
 			d.fail(path, n, "expected an integer, got %s", describe(n))
 			return
 		}

@@ -167,6 +167,9 @@ func decodeConfig(data []byte) (r decodeResult) {
 		if doc == nil || doc.Body == nil {
 			continue
 		}
+		if _, ok := doc.Body.(*ast.DirectiveNode); ok {
+			continue // %YAML or %TAG before ---: the parser returns it as a document of its own
+		}
 		if body != nil {
 			e := &FieldError{Msg: "more than one YAML document (---); put the whole configuration in one"}
 			if p, ok := nodePos(doc.Body); ok {

@@ -167,7 +167,11 @@ func checkUpstreamURL(p *problems, path, raw string) {
 		if !strings.Contains(raw, "://") {
 			hint = " (write it in full, e.g. \"http://" + raw + "\")"
 		}
-		p.add(path, "scheme must be http or https, got %q%s", u.Scheme, hint)
+		if u.Scheme == "" {
+			p.add(path, "%q has no scheme; it must be http or https%s", raw, hint)
+		} else {
+			p.add(path, "scheme must be http or https, got %q%s", u.Scheme, hint)
+		}
 	case u.Host == "":
 		p.add(path, "has no host")
 	case u.Fragment != "" || strings.HasSuffix(raw, "#"):
@@ -254,20 +258,22 @@ func (c *Config) validateTransport(p *problems) {
 		if !checkOrigin(p, at, o) {
 			continue
 		}
-		if j, dup := seen[o]; dup {
+		norm := strings.ToLower(strings.TrimSuffix(o, "/"))
+		if j, dup := seen[norm]; dup {
 			p.add(at, "%q is listed twice (also transport.allowed_origins[%d])", o, j)
 			continue
 		}
-		seen[o] = i
+		seen[norm] = i
 	}
 }
 
 // defaultPorts are ports a browser leaves out of an Origin header.
 var defaultPorts = map[string]string{"http": "80", "https": "443"}
 
-// checkOrigin checks one allowed origin, written the way a browser sends
-// the Origin header (scheme://host[:port], lower case, no default port), so
-// that an exact comparison can match. It reports whether o is usable.
+// checkOrigin checks one allowed origin: it must be written the way a
+// browser sends the Origin header (scheme://host[:port], no default port)
+// for the gateway's comparison (exact but for case and a trailing "/") to
+// ever match. It reports whether o is usable.
 func checkOrigin(p *problems, path, o string) bool {
 	const form = "scheme://host[:port], e.g. \"https://app.example.com\""
 	if o == "" {
@@ -283,12 +289,8 @@ func checkOrigin(p *problems, path, o string) bool {
 		p.add(path, "%q is not an origin (%s)", o, form)
 		return false
 	}
-	if u.User != nil || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || strings.ContainsAny(o, "?#") {
-		p.add(path, "%q must be only %s: no path (not even a trailing /), query or user", o, form)
-		return false
-	}
-	if o != strings.ToLower(o) {
-		p.add(path, "%q must be lower case (browsers send %q)", o, strings.ToLower(o))
+	if u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || strings.ContainsAny(o, "?#") {
+		p.add(path, "%q must be only %s: no path, query or user", o, form)
 		return false
 	}
 	if port := u.Port(); port != "" {
@@ -297,7 +299,7 @@ func checkOrigin(p *problems, path, o string) bool {
 			p.add(path, "%q has a bad port", o)
 			return false
 		}
-		if defaultPorts[u.Scheme] == port {
+		if defaultPorts[strings.ToLower(u.Scheme)] == port {
 			p.add(path, "%q names the default port, which browsers leave out; write %q", o, u.Scheme+"://"+u.Hostname())
 			return false
 		}

@@ -274,6 +274,15 @@ func idOrNull(id []byte) []byte {
 // identity-encoded response so the pipeline never inspects compressed bytes.
 func (p *Pipeline) forwardVerdict(x *Exchange, body []byte, changed bool) Verdict {
 	v := Verdict{SetHeader: mcp.Header{"accept-encoding": {"identity"}}}
+	// The upstream sees the standard headers in their plain form: a
+	// base64-encoded Mcp-Name that matched the body is re-derived from it.
+	if m := x.msg; m != nil && m.Target() != "" {
+		if h := x.req.Header.Get(mcp.HeaderName); h != "" {
+			if enc := mcp.EncodeHeaderValue(m.Target()); h != enc {
+				v.SetHeader.Set(mcp.HeaderName, enc)
+			}
+		}
+	}
 	if changed {
 		v.Body, v.BodyChanged = body, true
 		v.RemoveHeader = []string{"content-encoding"}

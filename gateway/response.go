@@ -128,11 +128,11 @@ func (x *Exchange) filterList(ctx context.Context, result jsontext.Value) (jsont
 		if err != nil {
 			return nil, errors.Join(ErrUpstreamResponse, err)
 		}
+		name := tok.String() // read before the decoder moves on
 		val, err := dec.ReadValue()
 		if err != nil {
 			return nil, errors.Join(ErrUpstreamResponse, err)
 		}
-		name := tok.String()
 		if name == x.listKind {
 			listAt = len(members)
 		}

@@ -51,7 +51,7 @@ func readDecision(t *ast.Term, d *Decision) error {
 	if !ok {
 		return fmt.Errorf("%w: decision is %s, want object", ErrInvalidDecision, ast.ValueName(t.Value))
 	}
-	allow, err := getBool(obj, kAllow, true)
+	allow, err := getBool(obj, kAllow, "allow", true)
 	if err != nil {
 		return err
 	}
@@ -134,17 +134,17 @@ func isCode(s string) bool {
 	return true
 }
 
-func getBool(obj ast.Object, key *ast.Term, required bool) (bool, error) {
+func getBool(obj ast.Object, key *ast.Term, name string, required bool) (bool, error) {
 	v := obj.Get(key)
 	if v == nil {
 		if required {
-			return false, fmt.Errorf("%w: %s is missing", ErrInvalidDecision, key.Value)
+			return false, fmt.Errorf("%w: %s is missing", ErrInvalidDecision, name)
 		}
 		return false, nil
 	}
 	b, ok := v.Value.(ast.Boolean)
 	if !ok {
-		return false, fmt.Errorf("%w: %s is %s, want boolean", ErrInvalidDecision, key.Value, ast.ValueName(v.Value))
+		return false, fmt.Errorf("%w: %s is %s, want boolean", ErrInvalidDecision, name, ast.ValueName(v.Value))
 	}
 	return bool(b), nil
 }

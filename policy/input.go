@@ -226,11 +226,13 @@ func readValue(dec *jsontext.Decoder) (ast.Value, error) {
 			if err != nil {
 				return nil, err
 			}
+			// A token is valid only until the next read.
+			key := ast.StringTerm(k.String())
 			v, err := readValue(dec)
 			if err != nil {
 				return nil, err
 			}
-			obj.Insert(ast.StringTerm(k.String()), ast.NewTerm(v))
+			obj.Insert(key, ast.NewTerm(v))
 		}
 		if _, err := dec.ReadToken(); err != nil {
 			return nil, err

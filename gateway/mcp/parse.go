@@ -60,6 +60,10 @@ import (
 //     "io.modelcontextprotocol/clientCapabilities" an object. An empty
 //     _meta protocol version is refused as unsupported (400 / -32022).
 //
+// When a body breaks several rules, the JSON rules win over the shape
+// rules, which win over the parameter rules: a shape problem is reported
+// only once the whole body is known to be valid JSON.
+//
 // The raw fields of the result (ID, Params, Arguments, Result, Error,
 // Meta.ClientCapabilities) are sub-slices of body, not copies: the caller
 // must not modify body while the Message is in use.

@@ -138,9 +138,6 @@ func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *gatew
 	rc := http.NewResponseController(w)
 	if p.o.ReadTimeout > 0 {
 		_ = rc.SetReadDeadline(time.Now().Add(p.o.ReadTimeout))
-		// Clear it once the body is in: long-lived streams must not be
-		// cut by a read deadline left on the connection.
-		defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
 	}
 	src := io.Reader(r.Body)
 	if limit > 0 {
@@ -161,6 +158,12 @@ func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *gatew
 			return nil, &gateway.Local{Status: http.StatusRequestTimeout}
 		}
 		return nil, &gateway.Local{Status: http.StatusBadRequest}
+	}
+	if p.o.ReadTimeout > 0 {
+		// Cleared only once the body is in: long-lived streams must not be
+		// cut by it, and a failed read keeps it so the server does not
+		// wait for the rest of an abandoned body before answering.
+		_ = rc.SetReadDeadline(time.Time{})
 	}
 	return buf.Bytes(), nil
 }

@@ -115,7 +115,8 @@ func New(o Options) *Server {
 		now:    time.Now,
 	}
 	s.Reset()
-	s.mcp = mcp.NewServer(&Implementation, &mcp.ServerOptions{
+	impl := Implementation
+	s.mcp = mcp.NewServer(&impl, &mcp.ServerOptions{
 		Logger:       logger,
 		Instructions: instructions,
 	})
@@ -156,10 +157,13 @@ func (s *Server) Reset() {
 	s.seq = 0
 }
 
-// count records one run of tool and logs it.
+// count records one run of tool and logs it with the tenant argument.
 func (s *Server) count(ctx context.Context, tool, tenant string) {
 	s.mu.Lock()
 	s.calls[tool]++
 	s.mu.Unlock()
+	if tenant == "" {
+		tenant = DefaultTenant
+	}
 	s.logger.InfoContext(ctx, "demo tool call", "tool", tool, "tenant", tenant)
 }

@@ -3,6 +3,7 @@ package sse
 import (
 	"bytes"
 	"errors"
+	"io"
 	"testing"
 )
 
@@ -62,6 +63,23 @@ func FuzzSplitter(f *testing.F) {
 			t.Fatalf("client sees\n %+v\nwant %+v", got, want)
 		}
 
+		// A Reader given the same chunks returns the same blocks.
+		read, err := readAll(NewReader(&chunkReader{chunks: chunks}, -1))
+		if err != io.EOF {
+			t.Fatalf("Reader: %v", err)
+		}
+		if len(wholeFlush) > 0 {
+			whole = append(whole, wholeFlush)
+		}
+		if len(read) != len(whole) {
+			t.Fatalf("Reader returns %d blocks, want %d", len(read), len(whole))
+		}
+		for i := range read {
+			if !bytes.Equal(read[i], whole[i]) {
+				t.Fatalf("Reader block %d: %q vs %q", i, read[i], whole[i])
+			}
+		}
+
 		// A limit: the error comes exactly when some event block (the BOM,
 		// or a part of one at the end, aside) exceeds it, after the blocks
 		// before that one.
@@ -70,7 +88,7 @@ func FuzzSplitter(f *testing.F) {
 		}
 		max := 1 + int(cuts[0])%64
 		firstBig := -1
-		for i, b := range append(whole, wholeFlush) {
+		for i, b := range whole {
 			if len(b) > max && !(i == 0 && bytes.HasPrefix([]byte(utf8BOM), b)) {
 				firstBig = i
 				break
@@ -133,4 +151,18 @@ func checkOneBlock(t *testing.T, b []byte) {
 	if err != nil || len(blocks) != 1 || len(flushed) != 0 || !bytes.Equal(blocks[0], b) {
 		t.Fatalf("AppendEvent wrote %q: %d blocks, flushed %q, err %v", b, len(blocks), flushed, err)
 	}
+}
+
+// chunkReader returns its chunks one Read at a time (empty ones as (0, nil)).
+type chunkReader struct{ chunks [][]byte }
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	if len(r.chunks) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.chunks[0])
+	if r.chunks[0] = r.chunks[0][n:]; len(r.chunks[0]) == 0 {
+		r.chunks = r.chunks[1:]
+	}
+	return n, nil
 }

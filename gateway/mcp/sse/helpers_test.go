@@ -81,21 +81,23 @@ func reference(stream []byte) dispatched {
 	}
 	// An unterminated last line is discarded at the end of the stream.
 	var (
-		out                    dispatched
-		data, typ, idBuf, last string
+		out              dispatched
+		data             strings.Builder
+		typ, idBuf, last string
 	)
 	for _, line := range lines {
 		if line == "" {
 			last = idBuf
-			if data == "" {
+			if data.Len() == 0 {
 				typ = ""
 				continue
 			}
 			if typ == "" {
 				typ = "message"
 			}
-			out.Events = append(out.Events, clientEvent{typ, strings.TrimSuffix(data, "\n"), last})
-			data, typ = "", ""
+			out.Events = append(out.Events, clientEvent{typ, strings.TrimSuffix(data.String(), "\n"), last})
+			data.Reset()
+			typ = ""
 			continue
 		}
 		if line[0] == ':' {
@@ -110,7 +112,8 @@ func reference(stream []byte) dispatched {
 		case "event":
 			typ = value
 		case "data":
-			data += value + "\n"
+			data.WriteString(value)
+			data.WriteByte('\n')
 		case "id":
 			if !strings.Contains(value, "\x00") {
 				idBuf = value

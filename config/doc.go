@@ -1,0 +1,136 @@
+// Package config loads and validates mcpgate's YAML configuration.
+//
+// [Load] reads a file and [Parse] reads bytes; both decode strictly, fill
+// unset keys from the Default... constants ([Config.ApplyDefaults]) and
+// check the result ([Config.Validate]), reporting every problem at once as
+// an errors.Join of [*FieldError], each naming file, line, column and key
+// path:
+//
+//	mcpgate.yaml:7:5: upstreams[0].tols: unknown field (did you mean "tools"?)
+//	mcpgate.yaml:9:14: upstreams[0].timeout: "5" is not a duration; use a number with a unit: ms, s, m or h (e.g. "30s", "1m30s")
+//
+// [Default] is the configuration of the one-line mode
+// `mcpgate serve --upstream URL`.
+//
+// # File format
+//
+// One YAML document (a mapping). Decoding is strict: an unknown key, a
+// duplicate key, a value of the wrong type (a number or true/false where a
+// string belongs — quote it; durations are strings such as "30s"), a
+// second document after ---, YAML tags (!!str) and merge keys (<<) are
+// errors. Anchors (&name) and aliases (*name) may be used to repeat a
+// value. An absent key, an empty value (key:), "" and 0 all mean "use the
+// default". Durations are Go duration strings ("500ms", "30s", "1m30s",
+// "0s"); they must not be negative. The file may be at most
+// [MaxConfigBytes] bytes of UTF-8.
+//
+// # Keys
+//
+// Every key, its type, default and meaning. A path such as
+// upstreams[].tools.<tool>.effect means: the effect key of the declaration
+// of a tool, in the tools mapping of an element of the upstreams list.
+//
+// listeners (mapping): the sockets mcpgate listens on. At least one of
+// proxy and admin must be enabled.
+//
+//   - listeners.proxy (mapping): the standalone MCP proxy listener (HTTP),
+//     where MCP clients connect; each upstream is served on its route.
+//   - listeners.proxy.address (string, host:port; default "127.0.0.1:8080"):
+//     the listen address. An empty host (":8080") listens on every
+//     interface; port 0 picks a free port. The port must be a number.
+//   - listeners.proxy.disabled (boolean; default false): turn the proxy
+//     listener off, e.g. when only Envoy's ext_proc path is used.
+//   - listeners.admin (mapping): the admin listener (HTTP): /metrics,
+//     /healthz, /readyz and the admin API.
+//   - listeners.admin.address (string, host:port; default "127.0.0.1:9090"):
+//     as listeners.proxy.address; it must differ from it.
+//   - listeners.admin.disabled (boolean; default false): turn the admin
+//     listener off.
+//
+// upstreams (list; required, at least one): the MCP servers behind
+// mcpgate.
+//
+//   - upstreams[].name (string; required): identifies the upstream in
+//     policy data (data.mcpgate.upstreams[name]), metric labels and logs.
+//     1–63 characters of a-z, 0-9, _ and -, starting with a letter or digit;
+//     unique.
+//   - upstreams[].url (string, URL; required): the upstream's MCP endpoint,
+//     http:// or https:// with a host, e.g. "http://127.0.0.1:3000/mcp".
+//   - upstreams[].route (string, path; default "/mcp"): the path on the
+//     proxy listener that maps to this upstream (exact match). Starts with
+//     "/", no ? or #; unique across upstreams, so with more than one
+//     upstream every one but one needs a route.
+//   - upstreams[].timeout (string, duration; default "0s" = none): bounds
+//     one upstream exchange that is not a stream. Streams (SSE) are
+//     long-lived and are not cut by it.
+//   - upstreams[].tools (mapping of tool name to declaration; default
+//     none): the per-tool declarations, keyed by the tool's name on the
+//     upstream. A tool that is not declared gets the policy's fail-closed
+//     default; the upstream's annotations never count as a declaration.
+//     Checked by policy.ValidateDeclarations.
+//   - upstreams[].tools.<tool>.effect (string; required): what calling the
+//     tool does: read, silent_write, notify, wake, alerting or delete.
+//   - upstreams[].tools.<tool>.rights (list of strings; default none): the
+//     rights a caller needs, all of them; non-empty, unique.
+//   - upstreams[].tools.<tool>.untrusted_text (list of paths; default
+//     none): where the tool's results carry third-party text, which is
+//     wrapped as untrusted. A path is field names joined by ".", each
+//     optionally followed by [*] (every element) or [N], e.g.
+//     "items[*].comment".
+//   - upstreams[].tools.<tool>.result_fields (list of paths; default none =
+//     not yet minimised): the only result fields an agent sees; the rest is
+//     dropped.
+//   - upstreams[].tools.<tool>.hidden (boolean; default false): withdraw the
+//     tool: left out of tools/list, calls refused (reason tool_hidden).
+//
+// policy (mapping): which Rego policies decide.
+//
+//   - policy.dirs (list of directory paths; default none = the policy built
+//     into mcpgate): directories of .rego files and .json/.yaml data, loaded
+//     recursively. Each must exist and be a directory. Relative paths are
+//     relative to the configuration file (with Load) or to the working
+//     directory (with Parse).
+//   - policy.watch (boolean; default true): reload the policy when a file in
+//     policy.dirs changes. SIGHUP always reloads. No effect without dirs.
+//
+// limits (mapping): bounds on what a client can send. Each number must be
+// greater than 0.
+//
+//   - limits.max_body_bytes (integer, bytes; default 4194304 = 4 MiB): the
+//     request body limit; a larger body gets 413.
+//   - limits.max_json_depth (integer; default 64): the deepest nesting of
+//     objects and arrays in a JSON body (request or response).
+//   - limits.max_sse_event_bytes (integer, bytes; default 16777216 =
+//     16 MiB): the largest single server-sent event in a streamed response.
+//   - limits.read_header_timeout (string, duration; default "5s"; "0s" =
+//     none): time to read a request's headers, on both listeners.
+//   - limits.read_timeout (string, duration; default "30s"; "0s" = none):
+//     time to read one request body on the proxy listener (408 when it
+//     runs out). No timeout covers a whole exchange: streams are
+//     long-lived.
+//
+// transport (mapping): HTTP-level rules.
+//
+//   - transport.allowed_origins (list of origins; default none = loopback
+//     origins only): the Origin header values accepted, each
+//     scheme://host[:port] as a browser sends it, without path and without
+//     a default port (https://a.example, not https://a.example:443);
+//     compared ignoring case and a trailing "/". A request with another
+//     Origin gets 403; a request without Origin is accepted. When empty,
+//     http(s) origins on localhost, 127.0.0.1 and [::1] (any port) are
+//     accepted; a non-empty list replaces that. "*" and "null" are refused.
+//
+// log (mapping): log/slog output (to standard error).
+//
+//   - log.format (string; default "text"): "text" or "json".
+//   - log.level (string; default "info"): "debug", "info", "warn" or
+//     "error".
+//
+// # Example
+//
+// The smallest useful file (see examples/minimal.yaml):
+//
+//	upstreams:
+//	  - name: crm
+//	    url: http://127.0.0.1:3000/mcp
+package config

@@ -1,0 +1,108 @@
+package policy
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/util"
+)
+
+// viaJSON is the input document the slow way: encoding/json, then OPA's own
+// conversion.
+func viaJSON(t testing.TB, v any) ast.Value {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var x any
+	if err := util.UnmarshalJSON(b, &x); err != nil {
+		t.Fatal(err)
+	}
+	val, err := ast.InterfaceToValue(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return val
+}
+
+func sampleInputs() map[string]*Input {
+	full := callInput("search_contacts", alice)
+	full.Transport.Origin = "https://app.example.com"
+	full.Tool.Hidden = true
+	noClient := requestInput("ping")
+	noClient.Message.Client = &Client{Name: "bare"}
+	resource := requestInput("resources/read")
+	resource.Message.URI = "crm://contacts/42"
+	resource.Message.Client = nil
+	return map[string]*Input{
+		"ping":                   requestInput("ping"),
+		"client without version": noClient,
+		"resources/read":         resource,
+		"tools/call full":        full,
+		"tools/call undeclared":  callInput("undeclared_tool", anonymous),
+		"tools/list items":       listInput("tools/list", alice, allTools...),
+		"prompts/list items":     listInput("prompts/list", anonymous, "a", "b"),
+		"empty":                  {Version: SchemaVersion},
+	}
+}
+
+// The direct conversion equals what encoding/json and OPA make of an Input.
+func TestInputValueMatchesJSON(t *testing.T) {
+	for name, in := range sampleInputs() {
+		t.Run(name, func(t *testing.T) {
+			got, err := inputValue(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := viaJSON(t, in); got.Compare(want) != 0 {
+				t.Errorf("got  %v\nwant %v", got, want)
+			}
+		})
+	}
+}
+
+func TestJSONValueNumbersExact(t *testing.T) {
+	for _, lit := range []string{"0", "-0", "12345678901234567890123", "1e400", "0.1000", "-2.5E-7"} {
+		v, err := jsonValue(jsontext.Value(`{"n":` + lit + `}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, ok := v.(ast.Object).Get(ast.StringTerm("n")).Value.(ast.Number)
+		if !ok || string(n) != lit {
+			t.Errorf("%s became %v", lit, v)
+		}
+	}
+}
+
+func FuzzJSONValue(f *testing.F) {
+	for _, s := range []string{
+		`{"query":"acme","limit":25,"tags":["a","b"],"f":{"x":null,"y":true,"z":false}}`,
+		`[]`, `{}`, `"\u00e9\ud83d\ude00"`, `1.5e3`, `[[[{"a":[1,2,{"b":"c"}]}]]]`, `{"a":1,"a":2}`, ` {"a" : 1 } `,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, err := jsonValue(jsontext.Value(b))
+		valid := jsontext.Value(b).IsValid()
+		if (err == nil) != valid {
+			t.Fatalf("jsonValue err=%v, but jsontext valid=%v for %q", err, valid, b)
+		}
+		if err != nil {
+			return
+		}
+		var x any
+		if err := util.UnmarshalJSON(b, &x); err != nil {
+			t.Fatalf("util.UnmarshalJSON: %v for %q", err, b)
+		}
+		want, err := ast.InterfaceToValue(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Compare(want) != 0 {
+			t.Fatalf("got %v, want %v for %q", got, want, b)
+		}
+	})
+}
