@@ -64,6 +64,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Policy reload attempts, by result (success, failure).",
 		}, []string{"result"}),
 	}
+	// Both results exist from the start, so a rate() over them works
+	// before the first reload.
+	m.policyReloads.WithLabelValues("success")
+	m.policyReloads.WithLabelValues("failure")
 	reg.MustRegister(m.requests, m.requestDuration, m.policyDuration, m.upstreamDuration, m.policyReloads)
 	return m
 }

@@ -236,6 +236,12 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 	}
 	x.version = mcp.EffectiveVersion(r.Header, msg)
 	if msg.Kind == mcp.KindResponse {
+		if x.version >= mcp.Version20260728 {
+			// Revision 2026-07-28 has no server-to-client requests a
+			// client could answer on this endpoint.
+			x.outcome = OutcomeInvalid
+			return Verdict{Local: local(400, mcp.ErrorResponse(idOrNull(msg.ID), &mcp.Error{Code: mcp.CodeInvalidRequest, Message: "clients do not send JSON-RPC responses in protocol revision " + x.version}))}
+		}
 		// A client's answer to a server request (older revisions) decides
 		// nothing; it is relayed to the upstream that asked.
 		x.outcome = OutcomeAllow

@@ -23,8 +23,8 @@ import (
 
 // env is a running gateway in front of a real upstream.
 type env struct {
-	url      string      // the gateway's MCP endpoint
-	admin    string      // the admin listener's base URL
+	url      string       // the gateway's MCP endpoint
+	admin    string       // the admin listener's base URL
 	upstream *demo.Server // nil when the upstream is not the demo
 	hits     *atomic.Int64
 	app      *app.App
@@ -203,13 +203,13 @@ func TestBadInput(t *testing.T) {
 	good := callBody("1", "list_technicians", "{}")
 	deep := []byte(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"get_booking","arguments":{"x":` + strings.Repeat("[", 40) + strings.Repeat("]", 40) + `},` + meta + `}}`)
 	tests := []struct {
-		name     string
-		hdr      map[string]string
-		body     []byte
-		status   int
-		code     int    // JSON-RPC error code; 0: no body expected
-		id       string // expected id in the error
-		noBody   bool
+		name   string
+		hdr    map[string]string
+		body   []byte
+		status int
+		code   int    // JSON-RPC error code; 0: no body expected
+		id     string // expected id in the error
+		noBody bool
 	}{
 		{name: "duplicate key at top level", hdr: h2026("tools/call", "list_technicians"), body: []byte(`{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"list_technicians","arguments":{},` + meta + `}}`), status: 400, code: -32700, id: "null"},
 		{name: "duplicate key nested after unescaping", hdr: h2026("tools/call", "list_technicians"), body: callBody("1", "list_technicians", `{"tenant":"acme","tenan\u0074":"globex"}`), status: 400, code: -32700, id: "null"},
@@ -319,4 +319,7 @@ func testLogger(t *testing.T) *slog.Logger {
 
 type tWriter struct{ t *testing.T }
 
-func (w tWriter) Write(p []byte) (int, error) { w.t.Log(strings.TrimSpace(string(p))); return len(p), nil }
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}

@@ -68,15 +68,16 @@ func FuzzSplitter(f *testing.F) {
 		if err != io.EOF {
 			t.Fatalf("Reader: %v", err)
 		}
+		wantRead := whole
 		if len(wholeFlush) > 0 {
-			whole = append(whole, wholeFlush)
+			wantRead = append(wantRead[:len(wantRead):len(wantRead)], wholeFlush)
 		}
-		if len(read) != len(whole) {
-			t.Fatalf("Reader returns %d blocks, want %d", len(read), len(whole))
+		if len(read) != len(wantRead) {
+			t.Fatalf("Reader returns %d blocks, want %d", len(read), len(wantRead))
 		}
 		for i := range read {
-			if !bytes.Equal(read[i], whole[i]) {
-				t.Fatalf("Reader block %d: %q vs %q", i, read[i], whole[i])
+			if !bytes.Equal(read[i], wantRead[i]) {
+				t.Fatalf("Reader block %d: %q vs %q", i, read[i], wantRead[i])
 			}
 		}
 
@@ -88,7 +89,7 @@ func FuzzSplitter(f *testing.F) {
 		}
 		max := 1 + int(cuts[0])%64
 		firstBig := -1
-		for i, b := range whole {
+		for i, b := range append(whole[:len(whole):len(whole)], wholeFlush) {
 			if len(b) > max && !(i == 0 && bytes.HasPrefix([]byte(utf8BOM), b)) {
 				firstBig = i
 				break
@@ -153,16 +154,20 @@ func checkOneBlock(t *testing.T, b []byte) {
 	}
 }
 
-// chunkReader returns its chunks one Read at a time (empty ones as (0, nil)).
-type chunkReader struct{ chunks [][]byte }
+// chunkReader returns its non-empty chunks one Read at a time.
+type chunkReader struct {
+	chunks [][]byte
+	off    int
+}
 
 func (r *chunkReader) Read(p []byte) (int, error) {
+	for len(r.chunks) > 0 && r.off == len(r.chunks[0]) {
+		r.chunks, r.off = r.chunks[1:], 0
+	}
 	if len(r.chunks) == 0 {
 		return 0, io.EOF
 	}
-	n := copy(p, r.chunks[0])
-	if r.chunks[0] = r.chunks[0][n:]; len(r.chunks[0]) == 0 {
-		r.chunks = r.chunks[1:]
-	}
+	n := copy(p, r.chunks[0][r.off:])
+	r.off += n
 	return n, nil
 }

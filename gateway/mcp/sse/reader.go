@@ -27,9 +27,9 @@ func NewReader(r io.Reader, max int) *Reader {
 // Next returns the next raw block. raw is valid until the next call to Next
 // or Reset; it may alias the Reader's buffers.
 //
-// At the end of the stream, bytes after the last complete block (an event
-// the stream ended without dispatching; see Complete) are returned as a last
-// block, then io.EOF. A read error other than io.EOF is returned as soon as
+// At the end of the stream, the bytes held back, as Splitter.Flush hands
+// them out (usually an event the stream ended without dispatching; see
+// Complete), are returned as a last block, then io.EOF. A read error other than io.EOF is returned as soon as
 // the complete blocks before it are consumed, and the held-back bytes are
 // dropped. ErrEventTooLarge and read errors are sticky.
 func (r *Reader) Next() (raw []byte, err error) {

@@ -45,10 +45,10 @@ const (
 type Splitter struct {
 	// Max bounds the size in bytes of one event block (terminating blank line
 	// included; the BOM block is not counted). A larger event makes Write
-	// fail with ErrEventTooLarge, at the latest when the event completes and
-	// at the earliest as soon as the held-back part exceeds Max, so at most
-	// Max bytes plus one chunk are ever held. 0 means DefaultMaxEvent; a
-	// negative Max means no limit.
+	// fail with ErrEventTooLarge as soon as the part of it received would
+	// have to be held back beyond Max bytes, and at the latest when it
+	// completes; so the Splitter never holds more than Max bytes. 0 means
+	// DefaultMaxEvent; a negative Max means no limit.
 	Max int
 
 	buf     []byte // held-back bytes of the current block
