@@ -25,9 +25,13 @@ const (
 	// maxIndent bounds the indentation of a line (spaces plus "- " and "? "
 	// indicators before its first content), which bounds block nesting.
 	maxIndent = 256
-	// maxNodes bounds the nodes visited while decoding, aliases expanded
-	// (an alias of an alias of ... would otherwise grow exponentially).
-	maxNodes = 1 << 20
+	// maxNodes bounds the values decoded, aliases expanded (an alias of a
+	// list of aliases of ... would otherwise grow the configuration
+	// geometrically). Real configurations are far below it: the quickstart
+	// has about 150.
+	maxNodes = 1 << 18
+	// maxProblems bounds the problems reported; the rest are counted.
+	maxProblems = 100
 )
 
 // precheck rejects input the YAML parser should not see: too large,

@@ -77,6 +77,10 @@ func parse(data []byte, source, baseDir string) (*Config, error) {
 		}
 		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column))
 	})
+	if len(errs) > maxProblems {
+		more := &FieldError{Msg: fmt.Sprintf("%d more problems not shown", len(errs)-maxProblems)}
+		errs = append(errs[:maxProblems:maxProblems], more)
+	}
 	for _, e := range errs {
 		e.Source = source
 	}
@@ -194,7 +198,11 @@ func decodeConfig(data []byte) (r decodeResult) {
 	r.checked = checked
 	if len(r.dec.errs) > 0 {
 		r.errs = append(r.errs, r.dec.errs...)
-		r.cfg = checked
+		if r.dec.nodes <= maxNodes {
+			// Validate what could be decoded, to report its problems too;
+			// but not a configuration cut short by the size bound.
+			r.cfg = checked
+		}
 		return r
 	}
 	strict := new(Config)

@@ -227,17 +227,30 @@ func (w *EventRewriter) Write(chunk []byte, emit func([]byte) error) error {
 	return w.s.Write(chunk, func(raw []byte) error { return w.event(raw, emit) })
 }
 
-// Flush relays the bytes held back at the end of the stream.
+// Flush ends the stream. An unfinished event (no terminating blank line)
+// is dropped: compliant clients discard it, and a lenient one must not get
+// an answer the pipeline never shaped.
 func (w *EventRewriter) Flush(emit func([]byte) error) error {
-	return w.s.Flush(emit)
+	return w.s.Flush(func(raw []byte) error {
+		if !sse.Complete(raw) {
+			w.x.p.log.LogAttrs(w.ctx, slog.LevelDebug, "dropped an unfinished event at the end of the stream", slog.Int("bytes", len(raw)))
+			return nil
+		}
+		return w.event(raw, emit)
+	})
 }
 
+// event relays one complete event. Every event that carries data is
+// checked: whatever the client would decode as JSON is parsed here first,
+// so leading whitespace or an empty first data line cannot slip an answer
+// past the shaping.
 func (w *EventRewriter) event(raw []byte, emit func([]byte) error) error {
 	ev := sse.Parse(raw)
-	if !ev.HasData || len(ev.Data) == 0 || ev.Data[0] != '{' {
+	data := bytes.TrimLeft(ev.Data, " \t\r\n")
+	if !ev.HasData || len(data) == 0 {
 		return emit(raw)
 	}
-	out, err := w.x.shape(w.ctx, ev.Data)
+	out, err := w.x.shape(w.ctx, data)
 	if err != nil {
 		// The stream is under way: the status can no longer change, so
 		// the unchecked answer is replaced by a JSON-RPC error event.

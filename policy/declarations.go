@@ -105,7 +105,8 @@ func validateJSON(loc string, b []byte) []error {
 	return schemaErrors(s.Validate(doc))
 }
 
-// schemaErrors flattens a validation error to its leaves.
+// schemaErrors flattens a validation error to its leaves, each named by
+// its JSON pointer in the document.
 func schemaErrors(err error) []error {
 	if err == nil {
 		return nil
@@ -115,19 +116,30 @@ func schemaErrors(err error) []error {
 		return []error{err}
 	}
 	var out []error
-	for _, u := range verr.BasicOutput().Errors {
-		if u.Error == nil || u.KeywordLocation == "" || strings.HasSuffix(u.KeywordLocation, "/$ref") {
-			continue
+	var walk func(*jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		for _, c := range e.Causes {
+			walk(c)
 		}
-		loc := u.InstanceLocation
-		if loc == "" {
-			loc = "/"
+		if len(e.Causes) > 0 {
+			return
 		}
-		out = append(out, fmt.Errorf("%s: %s", loc, u.Error))
+		// A leaf's own basic output carries its message.
+		msg := err.Error()
+		if u := e.BasicOutput(); u.Error != nil {
+			msg = u.Error.String()
+		}
+		loc := "/"
+		if len(e.InstanceLocation) > 0 {
+			loc = ""
+			for _, tok := range e.InstanceLocation {
+				loc += "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(tok)
+			}
+		}
+		out = append(out, fmt.Errorf("%s: %s", loc, msg))
 	}
-	if len(out) == 0 {
-		out = append(out, err)
-	}
+	walk(verr)
+	slices.SortFunc(out, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
 	return out
 }
 

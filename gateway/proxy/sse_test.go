@@ -153,3 +153,27 @@ func TestJSONListFiltered(t *testing.T) {
 		t.Errorf("Content-Length %d for %d bytes", resp.ContentLength, len(body))
 	}
 }
+
+// TestSSEShapingNotBypassed: an answer hidden behind an empty first data
+// line or leading spaces is still shaped, and an unfinished event at the
+// end of the stream is never relayed.
+func TestSSEShapingNotBypassed(t *testing.T) {
+	answer := `{"jsonrpc":"2.0","id":4,"result":{"tools":[{"name":"undeclared_tool"},{"name":"get_booking"}]}}`
+	for name, stream := range map[string]string{
+		"empty first data line": "data:\ndata: " + answer + "\n\n",
+		"leading spaces":        "data:    " + answer + "\n\n",
+		"unfinished last event": "data: " + answer,
+	} {
+		t.Run(name, func(t *testing.T) {
+			up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = io.WriteString(w, stream)
+			})
+			e := startWith(t, up, nil, nil)
+			_, body := post(t, e.url, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"}, []byte(listReq))
+			if bytes.Contains(body, []byte("undeclared_tool")) {
+				t.Fatalf("unshaped answer relayed: %q", body)
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -186,6 +187,34 @@ func TestSplitterHugeEvent(t *testing.T) {
 	ev := Parse(got[0])
 	if !ev.HasData || len(ev.Data) != size-len("data: \n\n") {
 		t.Fatalf("parsed data length %d", len(ev.Data))
+	}
+}
+
+// TestSplitterHugeEventMemory checks, without timing anything, that a huge
+// event costs a few allocations and about two bytes allocated per byte (a
+// growth that re-copied the held-back bytes per chunk would show here).
+func TestSplitterHugeEventMemory(t *testing.T) {
+	const size = 32 << 20
+	chunks := cutEvery(hugeEvent(size), 16<<10)
+	s := NewSplitter(-1)
+	n := 0
+	emit := func(raw []byte) error { n += len(raw); return nil }
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for _, c := range chunks {
+		if err := s.Write(c, emit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if n != size {
+		t.Fatalf("emitted %d bytes", n)
+	}
+	if allocs := after.Mallocs - before.Mallocs; allocs > 32 {
+		t.Errorf("%d allocations for one event", allocs)
+	}
+	if bytes := after.TotalAlloc - before.TotalAlloc; bytes > 2*size+1<<20 {
+		t.Errorf("%d bytes allocated for a %d-byte event", bytes, size)
 	}
 }
 
