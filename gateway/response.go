@@ -210,10 +210,11 @@ func (x *Exchange) filterList(ctx context.Context, result jsontext.Value) (jsont
 // carrying the answer to this request are shaped, every other byte is
 // relayed unchanged. Partial events are held back across chunks.
 type EventRewriter struct {
-	x   *Exchange
-	ctx context.Context
-	s   *sse.Splitter
-	buf []byte
+	x      *Exchange
+	ctx    context.Context
+	s      *sse.Splitter
+	buf    []byte
+	failed bool // the stream could not be split (an event over the limit)
 }
 
 // NewEventRewriter returns the rewriter for a StreamSSE response.
@@ -223,14 +224,39 @@ func (x *Exchange) NewEventRewriter(ctx context.Context) *EventRewriter {
 
 // Write consumes a chunk of the upstream stream and calls emit with each
 // complete event's bytes to relay (emit's argument is reused afterwards).
+//
+// When the stream cannot be split (a single event larger than
+// max_sse_event_bytes), the rest of the stream is withheld and one JSON-RPC
+// error event for the request id takes its place: nothing unchecked
+// reaches the client, and the client learns why its answer is missing.
 func (w *EventRewriter) Write(chunk []byte, emit func([]byte) error) error {
-	return w.s.Write(chunk, func(raw []byte) error { return w.event(raw, emit) })
+	if w.failed {
+		return nil
+	}
+	var emitErr error
+	err := w.s.Write(chunk, func(raw []byte) error {
+		if emitErr = w.event(raw, emit); emitErr != nil {
+			return emitErr
+		}
+		return nil
+	})
+	if err == nil || emitErr != nil {
+		return err
+	}
+	w.failed = true
+	w.x.p.log.LogAttrs(w.ctx, slog.LevelWarn, "upstream event stream withheld", slog.String("mcp_method", w.x.label), slog.Any("error", err))
+	w.buf = sse.AppendEvent(w.buf[:0], sse.Event{Type: "message", HasData: true,
+		Data: mcp.ErrorResponse(w.x.msg.ID, &mcp.Error{Code: mcp.CodeInternalError, Message: uncheckable})})
+	return emit(w.buf)
 }
 
 // Flush ends the stream. An unfinished event (no terminating blank line)
 // is dropped: compliant clients discard it, and a lenient one must not get
 // an answer the pipeline never shaped.
 func (w *EventRewriter) Flush(emit func([]byte) error) error {
+	if w.failed {
+		return nil
+	}
 	return w.s.Flush(func(raw []byte) error {
 		if !sse.Complete(raw) {
 			w.x.p.log.LogAttrs(w.ctx, slog.LevelDebug, "dropped an unfinished event at the end of the stream", slog.Int("bytes", len(raw)))

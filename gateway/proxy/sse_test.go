@@ -131,6 +131,9 @@ func TestSSEOverLimitWithheld(t *testing.T) {
 	if bytes.Contains(body, []byte("undeclared_tool")) {
 		t.Fatal("an over-limit event reached the client unchecked")
 	}
+	if !bytes.Contains(body, []byte(`"id":4,"error":{"code":-32603`)) {
+		t.Fatalf("want a JSON-RPC error event for the request, got %q", body)
+	}
 }
 
 // TestJSONListFiltered: an application/json tools/list answer is filtered
