@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -411,6 +412,31 @@ func TestLoadErrors(t *testing.T) {
 	if _, err := Load(big); err == nil || !strings.Contains(err.Error(), "larger than the limit") {
 		t.Errorf("Load(big) = %v", err)
 	}
+}
+
+func TestParseBounds(t *testing.T) {
+	t.Run("problems capped", func(t *testing.T) {
+		in := "upstreams: [{name: a, url: 'http://a'}]\ntransport:\n  allowed_origins:\n" + strings.Repeat("    - '*'\n", 150)
+		_, err := Parse([]byte(in), "many.yaml")
+		if n := len(unjoin(err)); n != maxProblems+1 {
+			t.Errorf("%d problems reported, want %d", n, maxProblems+1)
+		}
+		if err == nil || !strings.Contains(err.Error(), "many.yaml: 50 more problems not shown") {
+			t.Errorf("no summary line: %v", err)
+		}
+	})
+	t.Run("alias expansion bounded", func(t *testing.T) {
+		var b strings.Builder
+		b.WriteString("upstreams:\n- &u {name: a, url: 'http://a', tools: {t: {effect: read, rights: &r [" + strings.Repeat("a,", 999) + "a]}")
+		for i := range 500 {
+			fmt.Fprintf(&b, ", t%d: {effect: read, rights: *r}", i)
+		}
+		b.WriteString("}}\n" + strings.Repeat("- *u\n", 500))
+		_, err := Parse([]byte(b.String()), "bomb.yaml")
+		if err == nil || !strings.Contains(err.Error(), "document too large") || len(unjoin(err)) != 1 {
+			t.Errorf("Parse(alias bomb) = %.500v", err)
+		}
+	})
 }
 
 func TestFieldError(t *testing.T) {

@@ -39,7 +39,7 @@ const (
 // needs. It returns at most one problem, positioned.
 func precheck(data []byte) *FieldError {
 	if len(data) > MaxConfigBytes {
-		return &FieldError{Msg: fmt.Sprintf("file is %d bytes, larger than the limit of %d", len(data), MaxConfigBytes)}
+		return &FieldError{Msg: fmt.Sprintf("larger than the limit of %d bytes", MaxConfigBytes)}
 	}
 	line, col := 1, 1
 	for i := 0; i < len(data); {
@@ -126,6 +126,7 @@ type decoder struct {
 	pos     map[string]token.Position
 	anchors map[string]ast.Node
 	nodes   int
+	inAlias int // > 0 while decoding the target of an alias
 }
 
 func newDecoder() *decoder {
@@ -142,6 +143,11 @@ func (d *decoder) fail(path string, n ast.Node, format string, args ...any) {
 }
 
 func (d *decoder) mark(path string, n ast.Node) {
+	if d.inAlias > 0 {
+		// Inside an alias the nodes sit at the anchor, elsewhere in the
+		// file; problems there are placed at the alias (an ancestor).
+		return
+	}
 	if _, ok := d.pos[path]; ok {
 		return
 	}
@@ -208,7 +214,7 @@ func (d *decoder) decode(n ast.Node, v reflect.Value, path string) {
 	d.nodes++
 	if d.nodes > maxNodes {
 		if d.nodes == maxNodes+1 {
-			d.fail(path, n, "document too large: more than %d values once aliases are expanded", maxNodes)
+			d.fail("", n, "document too large: more than %d values once aliases are expanded", maxNodes)
 		}
 		return
 	}
@@ -226,7 +232,9 @@ func (d *decoder) decode(n ast.Node, v reflect.Value, path string) {
 			d.fail(path, n, "alias *%s refers to no anchor defined before it", name)
 			return
 		}
+		d.inAlias++
 		d.decode(target, v, path)
+		d.inAlias--
 		return
 	case *ast.TagNode:
 		d.fail(path, n, "YAML tags (%s) are not supported; quote a value to make it a string", x.Start.Value)

@@ -28,7 +28,7 @@ func Load(path string) (*Config, error) {
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, MaxConfigBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("read config %s: %w", path, err)
+		return nil, fmt.Errorf("read config: %w", err)
 	}
 	return parse(data, path, filepath.Dir(path))
 }
