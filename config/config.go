@@ -17,6 +17,8 @@ const (
 	DefaultUpstreamTimeout   = "0s" // no overall upstream timeout (streams are long-lived)
 	DefaultLogFormat         = "text"
 	DefaultLogLevel          = "info"
+	DefaultMessageBudget     = "150ms"              // ext_proc per-message budget
+	DefaultUpstreamHeader    = "x-mcpgate-upstream" // ext_proc upstream header
 )
 
 // Config is the whole mcpgate configuration file.
@@ -37,7 +39,38 @@ type Listeners struct {
 	Proxy Listener `yaml:"proxy"`
 	// Admin serves /metrics, /healthz and /readyz. Default DefaultAdminAddress.
 	Admin Listener `yaml:"admin"`
+	// ExtProc is the Envoy ext_proc gRPC listener; off unless an address
+	// is set.
+	ExtProc ExtProcListener `yaml:"extproc"`
 }
+
+// ExtProcListener is the envoy.service.ext_proc.v3.ExternalProcessor gRPC
+// listener, with the gRPC health service beside it.
+type ExtProcListener struct {
+	// Address is host:port, or "unix:/path/to.sock" for a Unix domain
+	// socket (sidecars). Empty: the listener is off.
+	Address string `yaml:"address"`
+	// MessageBudget bounds mcpgate's work on one ext_proc message; keep
+	// it below Envoy's message_timeout. Default DefaultMessageBudget.
+	MessageBudget string `yaml:"message_budget"`
+	// UpstreamHeader names the request header Envoy sets (overwriting) to
+	// tell mcpgate the upstream when the route metadata does not. Default
+	// DefaultUpstreamHeader.
+	UpstreamHeader string `yaml:"upstream_header"`
+	// TLS serves the listener over TLS (mTLS with ClientCAFile).
+	TLS TLS `yaml:"tls"`
+}
+
+// TLS holds PEM file paths. CertFile and KeyFile go together; ClientCAFile
+// requires client certificates signed by that CA (mTLS).
+type TLS struct {
+	CertFile     string `yaml:"cert_file"`
+	KeyFile      string `yaml:"key_file"`
+	ClientCAFile string `yaml:"client_ca_file"`
+}
+
+// Enabled reports whether the ext_proc listener is on.
+func (e ExtProcListener) Enabled() bool { return e.Address != "" }
 
 // Listener is one listening socket.
 type Listener struct {

@@ -208,7 +208,7 @@ func TestApplyDefaults(t *testing.T) {
 	c.Upstreams = []Upstream{{Name: "a", URL: "http://a"}}
 	c.ApplyDefaults()
 	want := Config{
-		Listeners: Listeners{Proxy: Listener{Address: DefaultProxyAddress}, Admin: Listener{Address: DefaultAdminAddress}},
+		Listeners: Listeners{Proxy: Listener{Address: DefaultProxyAddress}, Admin: Listener{Address: DefaultAdminAddress}, ExtProc: ExtProcListener{MessageBudget: DefaultMessageBudget, UpstreamHeader: DefaultUpstreamHeader}},
 		Upstreams: []Upstream{{Name: "a", URL: "http://a", Route: DefaultRoutePath, Timeout: DefaultUpstreamTimeout}},
 		Policy:    Policy{Watch: ptr(true)},
 		Limits: Limits{

@@ -20,6 +20,12 @@ func (c *Config) ApplyDefaults() {
 	if c.Listeners.Admin.Address == "" {
 		c.Listeners.Admin.Address = DefaultAdminAddress
 	}
+	if c.Listeners.ExtProc.MessageBudget == "" {
+		c.Listeners.ExtProc.MessageBudget = DefaultMessageBudget
+	}
+	if c.Listeners.ExtProc.UpstreamHeader == "" {
+		c.Listeners.ExtProc.UpstreamHeader = DefaultUpstreamHeader
+	}
 	for i := range c.Upstreams {
 		u := &c.Upstreams[i]
 		if u.Route == "" {
@@ -78,6 +84,12 @@ func (l Limits) ReadHeaderTimeoutDuration() time.Duration {
 // timeout. On a value that does not parse it returns the default.
 func (l Limits) ReadTimeoutDuration() time.Duration {
 	return durationOr(l.ReadTimeout, DefaultReadTimeout)
+}
+
+// MessageBudgetDuration is MessageBudget as a time.Duration; on a value
+// that does not parse it returns the default.
+func (e ExtProcListener) MessageBudgetDuration() time.Duration {
+	return durationOr(e.MessageBudget, DefaultMessageBudget)
 }
 
 // TimeoutDuration is Timeout as a time.Duration; 0 means no timeout. On a

@@ -46,6 +46,20 @@
 //     as listeners.proxy.address; it must differ from it.
 //   - listeners.admin.disabled (boolean; default false): turn the admin
 //     listener off.
+//   - listeners.extproc (mapping): the Envoy ext_proc gRPC listener with
+//     the gRPC health service; off unless listeners.extproc.address is set.
+//   - listeners.extproc.address (string; default off): host:port, or
+//     "unix:/absolute/path.sock" for a Unix domain socket.
+//   - listeners.extproc.message_budget (duration; default "150ms"): bound on
+//     the work for one ext_proc message, below Envoy's message_timeout.
+//   - listeners.extproc.upstream_header (string; default
+//     "x-mcpgate-upstream"): header Envoy overwrites to name the upstream
+//     when the route metadata does not.
+//   - listeners.extproc.tls (mapping): TLS for the listener.
+//   - listeners.extproc.tls.cert_file, listeners.extproc.tls.key_file
+//     (string, paths; together): PEM certificate and key.
+//   - listeners.extproc.tls.client_ca_file (string, path): require client
+//     certificates signed by this CA (mTLS).
 //
 // upstreams (list; required, at least one): the MCP servers behind
 // mcpgate.

@@ -19,6 +19,8 @@ import (
 
 // upstreamNamePattern is what an upstream name may look like: it appears in
 // policy data, metric labels and logs.
+var httpTokenPattern = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
 var upstreamNamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 
 // Validate checks the configuration as it is (call ApplyDefaults first, as
@@ -42,8 +44,37 @@ func (c *Config) validate() problems {
 
 func (c *Config) validateListeners(p *problems) {
 	l := c.Listeners
-	if l.Proxy.Disabled && l.Admin.Disabled {
-		p.add("listeners", "proxy and admin are both disabled; enable at least one")
+	if l.Proxy.Disabled && l.Admin.Disabled && !l.ExtProc.Enabled() {
+		p.add("listeners", "proxy and admin are both disabled and extproc has no address; enable at least one")
+	}
+	if e := l.ExtProc; e.Enabled() {
+		if path, ok := strings.CutPrefix(e.Address, "unix:"); ok {
+			if path == "" || !strings.HasPrefix(path, "/") {
+				p.add("listeners.extproc.address", "%q: a Unix socket address is unix:/absolute/path", e.Address)
+			}
+		} else {
+			checkAddress(p, "listeners.extproc.address", e.Address)
+		}
+		if d, err := time.ParseDuration(e.MessageBudget); err != nil || d <= 0 {
+			p.add("listeners.extproc.message_budget", "%q is not a positive duration (e.g. %q)", e.MessageBudget, DefaultMessageBudget)
+		}
+		if !httpTokenPattern.MatchString(e.UpstreamHeader) {
+			p.add("listeners.extproc.upstream_header", "%q is not an HTTP header name", e.UpstreamHeader)
+		}
+		if (e.TLS.CertFile == "") != (e.TLS.KeyFile == "") {
+			p.add("listeners.extproc.tls", "cert_file and key_file go together")
+		}
+		if e.TLS.ClientCAFile != "" && e.TLS.CertFile == "" {
+			p.add("listeners.extproc.tls.client_ca_file", "mTLS needs cert_file and key_file too")
+		}
+		for key, f := range map[string]string{"cert_file": e.TLS.CertFile, "key_file": e.TLS.KeyFile, "client_ca_file": e.TLS.ClientCAFile} {
+			if f == "" {
+				continue
+			}
+			if _, err := os.Stat(f); err != nil {
+				p.addErr("listeners.extproc.tls."+key, err, "%q cannot be read", f)
+			}
+		}
 	}
 	if !l.Proxy.Disabled {
 		checkAddress(p, "listeners.proxy.address", l.Proxy.Address)
