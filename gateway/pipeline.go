@@ -210,6 +210,12 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 		return Verdict{Local: local(ferr.Status, mcp.ErrorResponse(nil, ferr))}
 	}
 	msg, perr := mcp.Parse(body, p.opts.MaxJSONDepth)
+	if perr != nil && perr.Code == mcp.CodeInvalidParams && msg != nil && msg.Method != "" &&
+		!mcp.KnownMethodIn(mcp.EffectiveVersion(r.Header, msg), msg.Method, msg.Kind) {
+		// JSON-RPC: a method that does not exist is reported as such
+		// before its params are judged.
+		perr = nil
+	}
 	if perr != nil {
 		x.outcome = OutcomeInvalid
 		var id = jsonNull
@@ -220,7 +226,7 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 	}
 	x.msg = msg
 	x.label = MethodLabel(msg)
-	if msg.Kind != mcp.KindResponse && !mcp.KnownMethod(msg.Method, msg.Kind) {
+	if msg.Kind != mcp.KindResponse && !mcp.KnownMethodIn(mcp.EffectiveVersion(r.Header, msg), msg.Method, msg.Kind) {
 		x.outcome = OutcomeInvalid
 		if msg.Kind == mcp.KindNotification {
 			return Verdict{Local: local(404, nil)}

@@ -7,9 +7,9 @@
 #   input's is policy/input.schema.json.
 #
 #   Defaults, all failing closed:
-#   - only the MCP methods listed in _request_methods and
-#     _notification_methods are allowed (responses a client sends to server
-#     requests are not evaluated);
+#   - only the MCP methods listed in _methods are allowed, each as the
+#     kind (request or notification) it is listed with (responses a client
+#     sends to server requests are not evaluated);
 #   - a tool nobody declared is neither listed nor callable;
 #   - a declared tool marked hidden is neither listed nor callable;
 #   - an authenticated caller must hold every right a tool declares, for
@@ -22,39 +22,52 @@
 package mcpgate
 
 # METADATA
-# title: Known client requests
-# description: JSON-RPC requests a client may send (MCP up to 2026-07-28).
-_request_methods := {
-	"initialize",
-	"ping",
-	"server/discover",
-	"subscriptions/listen",
-	"tools/list",
-	"tools/call",
-	"prompts/list",
-	"prompts/get",
-	"resources/list",
-	"resources/templates/list",
-	"resources/read",
-	"resources/subscribe",
-	"resources/unsubscribe",
-	"completion/complete",
-	"logging/setLevel",
-	"tasks/get",
-	"tasks/list",
-	"tasks/cancel",
-	"tasks/result",
+# title: Known client methods
+# description: |
+#   The JSON-RPC methods a client may send (MCP up to 2026-07-28), each with
+#   the kind it must be sent as. Responses a client sends to server requests
+#   (sampling, elicitation, roots/list) are not evaluated.
+_methods := {
+	"initialize": "request",
+	"ping": "request",
+	"server/discover": "request",
+	"subscriptions/listen": "request",
+	"tools/list": "request",
+	"tools/call": "request",
+	"prompts/list": "request",
+	"prompts/get": "request",
+	"resources/list": "request",
+	"resources/templates/list": "request",
+	"resources/read": "request",
+	"resources/subscribe": "request",
+	"resources/unsubscribe": "request",
+	"completion/complete": "request",
+	"logging/setLevel": "request",
+	"tasks/get": "request",
+	"tasks/list": "request",
+	"tasks/cancel": "request",
+	"tasks/result": "request",
+	"notifications/initialized": "notification",
+	"notifications/cancelled": "notification",
+	"notifications/progress": "notification",
+	"notifications/roots/list_changed": "notification",
+	"notifications/tasks/status": "notification",
 }
 
 # METADATA
-# title: Known client notifications
-_notification_methods := {
-	"notifications/initialized",
-	"notifications/cancelled",
-	"notifications/progress",
-	"notifications/roots/list_changed",
-	"notifications/tasks/status",
+# title: Required params
+# description: method → [the param it needs, the list method that names valid values].
+_required_params := {
+	"tools/call": ["name", "tools/list"],
+	"prompts/get": ["name", "prompts/list"],
+	"resources/read": ["uri", "resources/list"],
+	"resources/subscribe": ["uri", "resources/list"],
+	"resources/unsubscribe": ["uri", "resources/list"],
 }
+
+# METADATA
+# title: Methods with arguments
+_argument_methods := {"tools/call", "prompts/get"}
 
 # METADATA
 # title: List methods
@@ -77,101 +90,125 @@ decision := _request_decision if input.phase == "request"
 
 decision := _list_decision if input.phase == "list"
 
-decision := {"allow": false, "reasons": [_reason_invalid_phase]} if not _known_phase
-
-_known_phase if input.phase in {"request", "list"}
+default decision := {"allow": false, "reasons": [{
+	"code": "invalid_input",
+	"cause": "The gateway sent its policy an input it does not understand.",
+	"fix": "Retry later; if it persists, report it to the server's administrators.",
+}]}
 
 # --- phase "request" ---------------------------------------------------------
 
-_request_decision := object.union(
-	{"allow": count(_deny) == 0, "reasons": [r | some r in _deny]},
-	_effect,
-)
-
-# METADATA
-# title: Effect class of a tools/call
-# description: The declared effect class, only for a declared tool with a known class.
-_effect := {"effect": input.tool.effect} if {
+_request_decision := {
+	"allow": count(_deny) == 0,
+	"reasons": [r | some r in _deny],
+	"effect": input.tool.effect,
+} if {
 	_is_tool_call
 	input.tool.declared == true
-	input.tool.effect in _effects
-} else := {}
-
-_method := object.get(input, ["message", "method"], "")
-
-_kind := object.get(input, ["message", "kind"], "")
-
-_is_tool_call if {
-	_method == "tools/call"
-	_kind == "request"
-	_message_has("name")
+	_effects[input.tool.effect]
+} else := {
+	"allow": count(_deny) == 0,
+	"reasons": [r | some r in _deny],
 }
 
-_message_has(field) if {
-	is_string(input.message[field])
-	input.message[field] != ""
+# _method and _kind are always defined: `not x[input.message.method]`
+# with the method missing would be undefined, not true, and fail open.
+default _method := ""
+
+_method := input.message.method
+
+default _kind := ""
+
+_kind := input.message.kind
+
+_is_tool_call if {
+	input.message.method == "tools/call"
+	input.message.kind == "request"
+	_has_param("name")
+}
+
+_has_param(param) if {
+	value := input.message[param]
+	is_string(value)
+	value != ""
 }
 
 # METADATA
 # title: Reasons to refuse a client message
+# description: Conditions on input.message.method directly let OPA's rule index skip rules.
 # scope: document
-_deny contains _reason_method_not_allowed if {
-	not _method in _request_methods
-	not _method in _notification_methods
+_deny contains _reason_method_not_allowed if not _methods[_method]
+
+_deny contains _reason_wrong_kind(kind) if {
+	kind := _methods[_method]
+	_kind != kind
 }
 
-_deny contains _reason_wrong_kind("request") if {
-	_method in _request_methods
-	_kind != "request"
-}
-
-_deny contains _reason_wrong_kind("notification") if {
-	_method in _notification_methods
-	_kind != "notification"
-}
-
-_deny contains _reason_missing_param("name", "tools/list") if {
-	_method == "tools/call"
-	not _message_has("name")
-}
-
-_deny contains _reason_missing_param("name", "prompts/list") if {
-	_method == "prompts/get"
-	not _message_has("name")
-}
-
-_deny contains _reason_missing_param("uri", "resources/list") if {
-	_method in {"resources/read", "resources/subscribe", "resources/unsubscribe"}
-	not _message_has("uri")
+_deny contains _reason_missing_param(param, list_method) if {
+	[param, list_method] := _required_params[input.message.method]
+	not _has_param(param)
 }
 
 _deny contains _reason_arguments_not_object if {
-	_method in {"tools/call", "prompts/get"}
-	"arguments" in object.keys(input.message)
-	not is_object(input.message.arguments)
+	_argument_methods[input.message.method]
+	arguments := input.message.arguments
+	not is_object(arguments)
 }
 
 _deny contains reason if {
+	input.message.method == "tools/call"
 	_is_tool_call
+	not _tool_visible(_called_tool)
 	some reason in _tool_refusals(_called_tool)
 }
 
 # METADATA
 # title: The tool a tools/call names
-# description: Its declaration from input.tool; a missing input.tool counts as undeclared.
+# description: |
+#   input.tool, or an undeclared stand-in when it is missing. Always defined,
+#   for the same reason as _method.
 _called_tool := object.get(input, "tool", {"name": input.message.name, "declared": false})
 
 # --- visibility: one rule for both phases -----------------------------------
 
 # METADATA
-# title: Why a tool is hidden from the caller
+# title: Tool visibility
 # description: |
-#   The set of reasons the caller may neither see nor call tool; empty means
-#   visible. tools/list shows a tool exactly when this set is empty, and
-#   tools/call refuses with these reasons.
-_tool_refusals(tool) := ((_refusals_undeclared(tool) | _refusals_declaration(tool)) | _refusals_hidden(tool)) | _refusals_rights(tool)
+#   THE visibility rule: tools/list shows a tool exactly when it holds, and
+#   tools/call is refused exactly when it does not. A tool is visible when
+#   it is declared with a known effect class, not hidden, and (for an
+#   authenticated principal) every right it declares is held. An undefined
+#   tool (no input.tool) is not visible.
+_tool_visible(tool) if {
+	tool.declared == true
+	_effects[tool.effect]
+	not tool.hidden == true
+	not _lacks_rights(tool)
+}
 
-_tool_visible(tool) if count(_tool_refusals(tool)) == 0
+# METADATA
+# title: Rights
+# description: |
+#   An authenticated principal must hold every right the tool declares.
+#   Unauthenticated callers skip this check until authentication ships.
+_lacks_rights(tool) if {
+	input.principal.authenticated == true
+	some right in tool.rights
+	not _held_rights[right]
+}
+
+_held_rights contains right if some right in input.principal.rights
+
+# METADATA
+# title: Why a tool is not visible
+# description: |
+#   Explains a refusal of _tool_visible, for the model; evaluated only when
+#   a call is refused. Never empty: tool_hidden is the fallback.
+_tool_refusals(tool) := reasons if {
+	explained := ((_refusals_undeclared(tool) | _refusals_declaration(tool)) | _refusals_hidden(tool)) | _refusals_rights(tool)
+	count(explained) > 0
+	reasons := explained
+} else := {_reason_tool_hidden(tool.name)}
 
 _refusals_undeclared(tool) := {_reason_tool_not_declared(tool.name)} if {
 	not tool.declared == true
@@ -179,7 +216,7 @@ _refusals_undeclared(tool) := {_reason_tool_not_declared(tool.name)} if {
 
 _refusals_declaration(tool) := {_reason_invalid_tool_declaration(tool.name)} if {
 	tool.declared == true
-	not object.get(tool, "effect", "") in _effects
+	not _effects[object.get(tool, "effect", "")]
 } else := set()
 
 _refusals_hidden(tool) := {_reason_tool_hidden(tool.name)} if {
@@ -187,15 +224,10 @@ _refusals_hidden(tool) := {_reason_tool_hidden(tool.name)} if {
 	tool.hidden == true
 } else := set()
 
-# METADATA
-# title: Rights
-# description: |
-#   An authenticated principal must hold every right the tool declares.
-#   Unauthenticated callers skip this check until authentication ships.
 _refusals_rights(tool) := {_reason_missing_rights(tool.name, missing)} if {
 	tool.declared == true
 	input.principal.authenticated == true
-	missing := {r | some r in object.get(tool, "rights", [])} - {r | some r in object.get(input.principal, "rights", [])}
+	missing := {r | some r in object.get(tool, "rights", [])} - _held_rights
 	count(missing) > 0
 } else := set()
 
@@ -203,24 +235,20 @@ _refusals_rights(tool) := {_reason_missing_rights(tool.name, missing)} if {
 
 _list_decision := {
 	"allow": true,
-	"visible": [item.name | some item in object.get(input, "items", []); _item_visible(item)],
+	"visible": [item.name | some item in input.items; _item_visible(item)],
 } if {
-	_method in _list_methods
-}
-
-_list_decision := {"allow": false, "visible": [], "reasons": [_reason_method_not_allowed]} if {
-	not _method in _list_methods
-}
+	_list_methods[input.message.method]
+} else := {"allow": false, "visible": [], "reasons": [_reason_method_not_allowed]}
 
 # METADATA
 # title: Visible list items
 # description: Tools by the visibility rule; prompts and resources are visible by default.
 _item_visible(item) if {
-	_method == "tools/list"
-	_tool_visible(object.get(item, "tool", {"name": item.name, "declared": false}))
+	input.message.method == "tools/list"
+	_tool_visible(item.tool)
 }
 
-_item_visible(_) if _method != "tools/list"
+_item_visible(_) if input.message.method != "tools/list"
 
 # --- reasons -----------------------------------------------------------------
 
@@ -275,10 +303,4 @@ _reason_missing_rights(name, missing) := {
 	"cause": sprintf("Tool %q needs the rights %s, which you do not hold.", [name, concat(", ", [sprintf("%q", [r]) | some r in missing])]),
 	"fix": "Ask an administrator of your organisation for these rights, or call tools/list to see the tools you can use.",
 	"next_tool": "tools/list",
-}
-
-_reason_invalid_phase := {
-	"code": "invalid_input",
-	"cause": "The gateway sent its policy an input it does not understand.",
-	"fix": "Retry later; if it persists, report it to the server's administrators.",
 }

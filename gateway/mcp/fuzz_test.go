@@ -171,7 +171,7 @@ func FuzzCheckHeaders(f *testing.F) {
 		}
 		e := CheckHeaders(h, m)
 		if e != nil {
-			if e.Status != 400 || (e.Code != CodeHeaderMismatch && e.Code != CodeUnsupportedProtocolVersion) {
+			if e.Status != 400 || (e.Code != CodeHeaderMismatch && e.Code != CodeUnsupportedProtocolVersion && e.Code != CodeInvalidParams) {
 				t.Fatalf("unexpected error %d/%d %s", e.Status, e.Code, e.Message)
 			}
 			if !jsontext.Value(ErrorResponse(m.ID, e)).IsValid() {

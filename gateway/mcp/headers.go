@@ -185,22 +185,20 @@ func CheckHeaders(h Header, m *Message) *Error {
 	}
 
 	hv, hasHV := headerValue(h, HeaderProtocolVersion)
-	if hasHV && !IsSupportedVersion(hv) {
-		return newUnsupportedVersion(hv, "MCP-Protocol-Version header")
-	}
 	mv := m.Meta.ProtocolVersion
-	if mv != "" {
-		if !IsSupportedVersion(mv) {
-			return newUnsupportedVersion(mv, "_meta protocol version")
-		}
-		if !hasHV {
-			return newHeaderMismatch("MCP-Protocol-Version header is required when _meta carries " + MetaKeyProtocolVersion + " (" + quoteTrunc(mv) + ")")
-		}
-		if hv != mv {
-			return newHeaderMismatch("MCP-Protocol-Version header value " + quoteTrunc(hv) + " does not match body _meta " + MetaKeyProtocolVersion + " value " + quoteTrunc(mv))
-		}
-	} else if hasHV && isModern(hv) && m.Kind == KindRequest && m.Method != MethodInitialize {
-		return newHeaderMismatch("MCP-Protocol-Version header is " + quoteTrunc(hv) + " but the request has no _meta " + MetaKeyProtocolVersion)
+	switch {
+	case mv != "" && !hasHV:
+		return newHeaderMismatch("MCP-Protocol-Version header is required when _meta carries " + MetaKeyProtocolVersion + " (" + quoteTrunc(mv) + ")")
+	case mv != "" && hv != mv:
+		// A disagreement is reported as such even when one side names a
+		// version mcpgate does not serve (SEP-2575 server-stateless).
+		return newHeaderMismatch("MCP-Protocol-Version header value " + quoteTrunc(hv) + " does not match body _meta " + MetaKeyProtocolVersion + " value " + quoteTrunc(mv))
+	case hasHV && !IsSupportedVersion(hv):
+		return newUnsupportedVersion(hv, "MCP-Protocol-Version header")
+	case mv == "" && hasHV && isModern(hv) && m.Kind == KindRequest && m.Method != MethodInitialize:
+		// Revision 2026-07-28 requests carry their version in _meta; a
+		// request without it has invalid params (SEP-2575).
+		return &Error{Status: 400, Code: CodeInvalidParams, Message: "Invalid params: MCP-Protocol-Version is " + quoteTrunc(hv) + " but params._meta has no " + MetaKeyProtocolVersion}
 	}
 
 	modern := isModern(EffectiveVersion(h, m))

@@ -94,8 +94,8 @@ func TestCheckHeaders(t *testing.T) {
 		// Protocol version header and _meta.
 		{"meta without header", callModern, hdr(mm, "tools/call", mn, "get_weather"), CodeHeaderMismatch, "MCP-Protocol-Version header is required"},
 		{"meta differs from header", listMeta0618, hdr(pv, "2025-11-25"), CodeHeaderMismatch, "does not match body _meta"},
-		{"modern header without meta", listNoMeta, hdr(pv, "2026-07-28", mm, "tools/list"), CodeHeaderMismatch, "no _meta"},
-		{"modern header without meta tools/call", callNoMeta, hdr(pv, "2026-07-28", mm, "tools/call", mn, "get_weather"), CodeHeaderMismatch, "no _meta"},
+		{"modern header without meta", listNoMeta, hdr(pv, "2026-07-28", mm, "tools/list"), CodeInvalidParams, "has no io.modelcontextprotocol/protocolVersion"},
+		{"modern header without meta tools/call", callNoMeta, hdr(pv, "2026-07-28", mm, "tools/call", mn, "get_weather"), CodeInvalidParams, "has no io.modelcontextprotocol/protocolVersion"},
 		{"modern header on initialize", initialize, hdr(pv, "2026-07-28", mm, "initialize"), 0, ""},
 		{"modern header on initialize without Mcp-Method", initialize, hdr(pv, "2026-07-28"), CodeHeaderMismatch, "Mcp-Method"},
 		{"modern header notification without meta", cancelNotif, hdr(pv, "2026-07-28", mm, "notifications/cancelled"), 0, ""},
@@ -103,7 +103,7 @@ func TestCheckHeaders(t *testing.T) {
 		{"unsupported header", listNoMeta, hdr(pv, "2099-01-01"), CodeUnsupportedProtocolVersion, "'2099-01-01'"},
 		{"empty header", listNoMeta, hdr(pv, ""), CodeUnsupportedProtocolVersion, ""},
 		{"unsupported meta", listMetaBad, hdr(pv, "2099-01-01"), CodeUnsupportedProtocolVersion, "2099-01-01"},
-		{"unsupported meta, supported header", listMetaBad, hdr(pv, "2026-07-28"), CodeUnsupportedProtocolVersion, "_meta"},
+		{"unsupported meta, supported header: a mismatch first", listMetaBad, hdr(pv, "2026-07-28"), CodeHeaderMismatch, "does not match"},
 		{"meta 2025-06-18 with header", listMeta0618, hdr(pv, "2025-06-18"), 0, ""},
 
 		// Older revisions: headers optional but never allowed to lie.

@@ -77,6 +77,34 @@ func init() {
 	}
 }
 
+// removedIn20260728 are the client methods revision 2026-07-28 removed
+// (SEP-2575: no initialize handshake, no ping, logging or per-resource
+// subscriptions; the conformance suite's server-stateless scenario expects
+// 404 / -32601 for them). Client notifications other than
+// notifications/cancelled are gone too.
+var removedIn20260728 = map[string]bool{
+	MethodInitialize:           true,
+	MethodPing:                 true,
+	MethodLoggingSetLevel:      true,
+	MethodResourcesSubscribe:   true,
+	MethodResourcesUnsubscribe: true,
+}
+
+// KnownMethodIn is KnownMethod for one protocol revision: under 2026-07-28
+// and later the methods that revision removed are unknown.
+func KnownMethodIn(version, method string, kind Kind) bool {
+	if !KnownMethod(method, kind) {
+		return false
+	}
+	if version < Version20260728 {
+		return true
+	}
+	if kind == KindNotification {
+		return method == NotificationCancelled
+	}
+	return !removedIn20260728[method]
+}
+
 // KnownMethod reports whether method is one a client may send to a server
 // as a message of the given kind in any revision from 2024-11-05 to
 // 2026-07-28 (see the Method* and Notification* constants for the sets and

@@ -201,6 +201,7 @@ func gz(b []byte) []byte {
 func TestBadInput(t *testing.T) {
 	e := start(t, func(c *config.Config) { c.Limits.MaxBodyBytes = 64 << 10; c.Limits.MaxJSONDepth = 32 })
 	good := callBody("1", "list_technicians", "{}")
+	future := []byte(strings.ReplaceAll(string(callBody("3", "list_technicians", "{}")), "2026-07-28", "2099-01-01"))
 	deep := []byte(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"get_booking","arguments":{"x":` + strings.Repeat("[", 40) + strings.Repeat("]", 40) + `},` + meta + `}}`)
 	tests := []struct {
 		name   string
@@ -226,7 +227,10 @@ func TestBadInput(t *testing.T) {
 		{name: "gzip bomb beyond the limit", hdr: map[string]string{"Content-Encoding": "gzip", "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "list_technicians"}, body: gz(callBody("1", "list_technicians", `{"q":"`+strings.Repeat("a", 1<<20)+`"}`)), status: 413, code: -32600, id: "null"},
 		{name: "unsupported content encoding", hdr: map[string]string{"Content-Encoding": "br"}, body: good, status: 415, code: -32600, id: "null"},
 		{name: "wrong content type", hdr: map[string]string{"Content-Type": "text/plain"}, body: good, status: 415, code: -32600, id: "null"},
-		{name: "unknown protocol version", hdr: map[string]string{"MCP-Protocol-Version": "2099-01-01", "Mcp-Method": "tools/call", "Mcp-Name": "list_technicians"}, body: callBody("3", "list_technicians", "{}"), status: 400, code: -32022, id: "3"},
+		{name: "unknown protocol version", hdr: map[string]string{"MCP-Protocol-Version": "2099-01-01", "Mcp-Method": "tools/call", "Mcp-Name": "list_technicians"}, body: future, status: 400, code: -32022, id: "3"},
+		{name: "protocol version header and _meta disagree", hdr: map[string]string{"MCP-Protocol-Version": "2099-01-01", "Mcp-Method": "tools/call", "Mcp-Name": "list_technicians"}, body: callBody("3", "list_technicians", "{}"), status: 400, code: -32020, id: "3"},
+		{name: "2026-07-28 request without _meta", hdr: h2026("tools/call", "list_technicians"), body: []byte(`{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"list_technicians","arguments":{}}}`), status: 400, code: -32602, id: "11"},
+		{name: "initialize removed in 2026-07-28", hdr: h2026("initialize", ""), body: []byte(`{"jsonrpc":"2.0","id":12,"method":"initialize","params":{` + meta + `}}`), status: 404, code: -32601, id: "12"},
 		{name: "unknown method", hdr: h2026("frobnicate/now", ""), body: []byte(`{"jsonrpc":"2.0","id":"x","method":"frobnicate/now","params":{` + meta + `}}`), status: 404, code: -32601, id: `"x"`},
 		{name: "unknown notification", hdr: h2026("notifications/frobnicated", ""), body: []byte(`{"jsonrpc":"2.0","method":"notifications/frobnicated","params":{` + meta + `}}`), status: 404, noBody: true},
 		{name: "id beyond 2^53 kept byte-exact", hdr: h2026("tools/call", "find_customers"), body: callBody("123456789012345678901234567890", "cancel_booking", `{}`), status: 400, code: -32020, id: "123456789012345678901234567890"},
@@ -270,7 +274,7 @@ func TestBadInput(t *testing.T) {
 // TestUnsupportedVersionListsSupported: -32022 carries the supported list.
 func TestUnsupportedVersionListsSupported(t *testing.T) {
 	e := start(t, nil)
-	_, body := post(t, e.url, map[string]string{"MCP-Protocol-Version": "2099-01-01"}, callBody("3", "list_technicians", "{}"))
+	_, body := post(t, e.url, map[string]string{"MCP-Protocol-Version": "2099-01-01"}, []byte(strings.ReplaceAll(string(callBody("3", "list_technicians", "{}")), "2026-07-28", "2099-01-01")))
 	_, _, data := rpcError(t, body)
 	var d struct {
 		Supported []string `json:"supported"`

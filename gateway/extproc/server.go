@@ -1,0 +1,415 @@
+// Package extproc is mcpgate's Envoy adapter: an
+// envoy.service.ext_proc.v3.ExternalProcessor server that hands each HTTP
+// request Envoy sees to the shared pipeline and translates the verdict back
+// into ext_proc responses (Envoy ext_proc filter docs; external_processor.proto).
+//
+// Processing modes expected from Envoy (config/envoy/): request headers
+// SEND, request body BUFFERED (every decision needs the JSON-RPC body),
+// response headers SEND, response body BUFFERED with allow_mode_override, so
+// mcpgate can switch text/event-stream responses to STREAMED and answers it
+// need not see to NONE.
+package extproc
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp"
+)
+
+// Defaults.
+const (
+	// DefaultUpstreamHeader names the request header Envoy sets (with
+	// OVERWRITE_IF_EXISTS_OR_ADD) to tell mcpgate the upstream.
+	DefaultUpstreamHeader = "x-mcpgate-upstream"
+	// DefaultMessageBudget bounds mcpgate's work on one ext_proc message;
+	// it stays below Envoy's default message_timeout (200ms).
+	DefaultMessageBudget = 150 * time.Millisecond
+	// RouteMetadataNamespace is the filter_metadata namespace of the route
+	// metadata mcpgate reads (key "upstream") from the
+	// "xds.route_metadata" request attribute.
+	RouteMetadataNamespace = "mcpgate"
+)
+
+// Upstream is one configured upstream as the adapter needs it.
+type Upstream struct {
+	Name  string // upstream name
+	Route string // path on which the upstream is served (fallback routing)
+}
+
+// Options configure a Server.
+type Options struct {
+	Pipeline  *gateway.Pipeline
+	Upstreams []Upstream
+	// UpstreamHeader is the header Envoy sets to name the upstream
+	// (DefaultUpstreamHeader when empty). Envoy must overwrite it, or a
+	// client could choose; only configured names are accepted.
+	UpstreamHeader string
+	// MessageBudget bounds the work on one message (DefaultMessageBudget
+	// when zero).
+	MessageBudget time.Duration
+	Logger        *slog.Logger
+}
+
+// Server implements envoy.service.ext_proc.v3.ExternalProcessor.
+type Server struct {
+	extprocv3.UnimplementedExternalProcessorServer
+	o       Options
+	log     *slog.Logger
+	names   map[string]bool
+	byRoute map[string]string
+}
+
+var _ extprocv3.ExternalProcessorServer = (*Server)(nil)
+
+// New returns the ext_proc server.
+func New(o Options) *Server {
+	if o.UpstreamHeader == "" {
+		o.UpstreamHeader = DefaultUpstreamHeader
+	}
+	o.UpstreamHeader = strings.ToLower(o.UpstreamHeader)
+	if o.MessageBudget <= 0 {
+		o.MessageBudget = DefaultMessageBudget
+	}
+	s := &Server{o: o, log: o.Logger, names: map[string]bool{}, byRoute: map[string]string{}}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	for _, u := range o.Upstreams {
+		s.names[u.Name] = true
+		if u.Route != "" {
+			s.byRoute[u.Route] = u.Name
+		}
+	}
+	return s
+}
+
+// exchange is the state of one HTTP request on its stream.
+type exchange struct {
+	s        *Server
+	ctx      context.Context
+	req      *gateway.Request
+	x        *gateway.Exchange
+	verdict  gateway.Verdict
+	mode     gateway.ResponseMode
+	rw       *gateway.EventRewriter
+	finished bool
+	out      []byte
+}
+
+// Process serves one ext_proc stream: one HTTP request and its response.
+// Every ProcessingRequest gets exactly one ProcessingResponse, in order.
+func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error {
+	ctx := stream.Context()
+	ex := &exchange{s: s, ctx: ctx}
+	defer ex.finish()
+	for {
+		in, err := stream.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) || status.Code(err) == codes.Canceled {
+				return nil
+			}
+			return err
+		}
+		resp := ex.handle(in)
+		if resp == nil {
+			return status.Error(codes.InvalidArgument, "mcpgate: unexpected ext_proc message")
+		}
+		if err := stream.Send(resp); err != nil {
+			return err
+		}
+	}
+}
+
+func (ex *exchange) finish() {
+	if ex.x != nil && !ex.finished {
+		ex.finished = true
+		ex.x.Finish()
+	}
+}
+
+func (ex *exchange) handle(in *extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse {
+	switch r := in.Request.(type) {
+	case *extprocv3.ProcessingRequest_RequestHeaders:
+		return ex.requestHeaders(in, r.RequestHeaders)
+	case *extprocv3.ProcessingRequest_RequestBody:
+		return ex.requestBody(r.RequestBody)
+	case *extprocv3.ProcessingRequest_ResponseHeaders:
+		return ex.responseHeaders(r.ResponseHeaders)
+	case *extprocv3.ProcessingRequest_ResponseBody:
+		return ex.responseBody(r.ResponseBody)
+	case *extprocv3.ProcessingRequest_RequestTrailers:
+		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestTrailers{RequestTrailers: &extprocv3.TrailersResponse{}}}
+	case *extprocv3.ProcessingRequest_ResponseTrailers:
+		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseTrailers{ResponseTrailers: &extprocv3.TrailersResponse{}}}
+	}
+	return nil
+}
+
+// requestHeaders starts an exchange. Without a body (GET, DELETE,
+// OPTIONS) the pipeline decides at once; otherwise the decision waits for
+// the buffered body.
+func (ex *exchange) requestHeaders(in *extprocv3.ProcessingRequest, h *extprocv3.HttpHeaders) *extprocv3.ProcessingResponse {
+	hdr, pseudo := fromHeaderMap(h.GetHeaders())
+	path, _, _ := strings.Cut(pseudo[":path"], "?")
+	ex.req = &gateway.Request{
+		Transport: gateway.TransportExtProc,
+		Method:    strings.ToUpper(pseudo[":method"]),
+		Path:      path,
+		Header:    hdr,
+	}
+	upstream, ok := ex.s.upstream(in, h, hdr, path)
+	if !ok {
+		return immediate(&gateway.Local{Status: 500, Header: mcp.Header{"content-type": {"application/json"}},
+			Body: mcp.ErrorResponse([]byte("null"), &mcp.Error{Code: mcp.CodeInternalError, Message: "mcpgate: no upstream is configured for this route"})})
+	}
+	ex.req.Upstream = upstream
+	if !h.GetEndOfStream() {
+		return headersResponse(nil, false)
+	}
+	ex.decide()
+	if ex.verdict.Local != nil {
+		return immediate(ex.verdict.Local)
+	}
+	return headersResponse(mutation(ex.verdict.SetHeader, ex.verdict.RemoveHeader), false)
+}
+
+// requestBody decides on the whole body (BUFFERED mode).
+func (ex *exchange) requestBody(b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
+	if ex.req == nil {
+		return nil
+	}
+	if !b.GetEndOfStream() {
+		// A partial body means Envoy is not in BUFFERED mode; deciding on
+		// part of a message is never allowed.
+		return immediate(&gateway.Local{Status: 500, Header: mcp.Header{"content-type": {"application/json"}},
+			Body: mcp.ErrorResponse([]byte("null"), &mcp.Error{Code: mcp.CodeInternalError, Message: "mcpgate: Envoy must send the request body BUFFERED (request_body_mode: BUFFERED)"})})
+	}
+	ex.req.Body = b.GetBody()
+	ex.decide()
+	v := ex.verdict
+	if v.Local != nil {
+		return immediate(v.Local)
+	}
+	set := v.SetHeader
+	var body *extprocv3.BodyMutation
+	if v.BodyChanged {
+		// In BUFFERED mode Envoy keeps the headers until this answer, so
+		// content-length must match the new body or Envoy rejects it.
+		set = set.Clone()
+		set.Set("content-length", strconv.Itoa(len(v.Body)))
+		body = &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: v.Body}}
+	}
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: &extprocv3.BodyResponse{
+		Response: &extprocv3.CommonResponse{HeaderMutation: mutation(set, v.RemoveHeader), BodyMutation: body},
+	}}}
+}
+
+func (ex *exchange) decide() {
+	ctx, cancel := context.WithTimeout(ex.ctx, ex.s.o.MessageBudget)
+	defer cancel()
+	ex.x, ex.verdict = ex.s.o.Pipeline.HandleRequest(ctx, ex.req)
+	if ex.verdict.Local != nil {
+		ex.finished = true // HandleRequest recorded it
+	}
+}
+
+// responseHeaders chooses how the response body is handled: not at all
+// (NONE), BUFFERED JSON, or STREAMED SSE event by event.
+func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.ProcessingResponse {
+	if ex.x == nil {
+		return headersResponseFor(true, nil, nil)
+	}
+	hdr, pseudo := fromHeaderMap(h.GetHeaders())
+	code, _ := strconv.Atoi(pseudo[":status"])
+	mode, err := ex.x.ResponseHeaders(code, hdr)
+	if err != nil {
+		ex.s.log.LogAttrs(ex.ctx, slog.LevelWarn, "upstream response cannot be inspected", slog.String("upstream", ex.req.Upstream), slog.Any("error", err))
+		return immediate(upstreamFailure(ex.x))
+	}
+	ex.mode = mode
+	set := ex.verdict.ResponseExtra
+	var remove []string
+	var override *filterv3.ProcessingMode
+	switch {
+	case h.GetEndOfStream():
+		ex.finish()
+	case mode == gateway.PassThrough:
+		// Nothing to inspect: Envoy relays the body itself, streams
+		// included, without buffering it for mcpgate.
+		override = &filterv3.ProcessingMode{ResponseBodyMode: filterv3.ProcessingMode_NONE, ResponseTrailerMode: filterv3.ProcessingMode_SKIP}
+		ex.finish()
+	case mode == gateway.StreamSSE:
+		override = &filterv3.ProcessingMode{ResponseBodyMode: filterv3.ProcessingMode_STREAMED, ResponseTrailerMode: filterv3.ProcessingMode_SKIP}
+		remove = []string{"content-length"}
+		if set == nil {
+			set = mcp.Header{}
+		} else {
+			set = set.Clone()
+		}
+		set.Set("x-accel-buffering", "no")
+		ex.rw = ex.x.NewEventRewriter(ex.ctx)
+	}
+	return headersResponseFor(true, mutation(set, remove), override)
+}
+
+// responseBody shapes a BUFFERED JSON body, or one STREAMED chunk of SSE.
+func (ex *exchange) responseBody(b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
+	cont := &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{}}}
+	if ex.x == nil || ex.finished && ex.rw == nil {
+		return cont // nothing to do, or a repeated end of stream
+	}
+	switch ex.mode {
+	case gateway.BufferJSON:
+		if !b.GetEndOfStream() {
+			return cont
+		}
+		out, changed, err := ex.x.ResponseBody(ex.ctx, b.GetBody())
+		ex.finish()
+		if err != nil {
+			return immediate(upstreamFailure(ex.x))
+		}
+		if !changed {
+			return cont
+		}
+		set := mcp.Header{"content-length": {strconv.Itoa(len(out))}}
+		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{
+			Response: &extprocv3.CommonResponse{HeaderMutation: mutation(set, nil), BodyMutation: &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: out}}},
+		}}}
+	case gateway.StreamSSE:
+		if ex.rw == nil {
+			return cont // a repeated end of stream
+		}
+		ex.out = ex.out[:0]
+		emit := func(p []byte) error { ex.out = append(ex.out, p...); return nil }
+		_ = ex.rw.Write(b.GetBody(), emit)
+		if b.GetEndOfStream() {
+			_ = ex.rw.Flush(emit)
+			ex.rw = nil
+			ex.finish()
+		}
+		mut := &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: append([]byte(nil), ex.out...)}}
+		if len(ex.out) == 0 {
+			mut = &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_ClearBody{ClearBody: true}}
+		}
+		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{
+			Response: &extprocv3.CommonResponse{BodyMutation: mut},
+		}}}
+	}
+	return cont
+}
+
+// upstream resolves the upstream of a request: the route metadata Envoy
+// sends as the "xds.route_metadata" attribute (namespace "mcpgate", key
+// "upstream"), else the configured header, else the configured route
+// paths, else the only upstream. Unknown names never match.
+func (s *Server) upstream(in *extprocv3.ProcessingRequest, h *extprocv3.HttpHeaders, hdr mcp.Header, path string) (string, bool) {
+	for _, attrs := range []map[string]*structAttrs{structs(in.GetAttributes()), structs(h.GetAttributes())} {
+		for _, a := range attrs {
+			if name := a.routeUpstream(); name != "" && s.names[name] {
+				return name, true
+			}
+		}
+	}
+	if name := hdr.Get(s.o.UpstreamHeader); name != "" {
+		return name, s.names[name]
+	}
+	if name, ok := s.byRoute[path]; ok {
+		return name, true
+	}
+	if len(s.o.Upstreams) == 1 {
+		return s.o.Upstreams[0].Name, true
+	}
+	return "", false
+}
+
+func upstreamFailure(x *gateway.Exchange) *gateway.Local {
+	id := []byte("null")
+	if m := x.Message(); m != nil && m.ID != nil {
+		id = m.ID
+	}
+	return &gateway.Local{Status: 502, Header: mcp.Header{"content-type": {"application/json"}},
+		Body: mcp.ErrorResponse(id, &mcp.Error{Code: mcp.CodeInternalError, Message: gateway.UpstreamFailure})}
+}
+
+func headersResponse(m *extprocv3.HeaderMutation, _ bool) *extprocv3.ProcessingResponse {
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{
+		Response: &extprocv3.CommonResponse{HeaderMutation: m},
+	}}}
+}
+
+func headersResponseFor(response bool, m *extprocv3.HeaderMutation, override *filterv3.ProcessingMode) *extprocv3.ProcessingResponse {
+	hr := &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{HeaderMutation: m}}
+	if !response {
+		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: hr}}
+	}
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: hr}, ModeOverride: override}
+}
+
+// immediate turns a local answer into an ImmediateResponse. Envoy's own
+// default content type is text/plain, so the answer's headers are always
+// set explicitly.
+func immediate(l *gateway.Local) *extprocv3.ProcessingResponse {
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ImmediateResponse{ImmediateResponse: &extprocv3.ImmediateResponse{
+		Status:  &typev3.HttpStatus{Code: typev3.StatusCode(l.Status)},
+		Headers: mutation(l.Header, nil),
+		Body:    l.Body,
+		Details: "mcpgate",
+	}}}
+}
+
+// mutation builds a HeaderMutation that overwrites each header in set.
+func mutation(set mcp.Header, remove []string) *extprocv3.HeaderMutation {
+	if len(set) == 0 && len(remove) == 0 {
+		return nil
+	}
+	m := &extprocv3.HeaderMutation{RemoveHeaders: remove}
+	for k, vals := range set {
+		for i, v := range vals {
+			action := corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD
+			if i == 0 {
+				action = corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD
+			}
+			m.SetHeaders = append(m.SetHeaders, &corev3.HeaderValueOption{
+				Header:       &corev3.HeaderValue{Key: k, RawValue: []byte(v)},
+				AppendAction: action,
+			})
+		}
+	}
+	return m
+}
+
+// fromHeaderMap converts Envoy's header map: regular fields into the
+// pipeline's lower-case Header, pseudo-headers (":method", ":path",
+// ":status", ...) apart. Envoy sends values in raw_value (value in older
+// releases).
+func fromHeaderMap(hm *corev3.HeaderMap) (mcp.Header, map[string]string) {
+	hdr := make(mcp.Header, len(hm.GetHeaders()))
+	pseudo := map[string]string{}
+	for _, hv := range hm.GetHeaders() {
+		k := strings.ToLower(hv.GetKey())
+		v := hv.GetValue()
+		if raw := hv.GetRawValue(); len(raw) > 0 {
+			v = string(raw)
+		}
+		if strings.HasPrefix(k, ":") {
+			pseudo[k] = v
+			continue
+		}
+		hdr[k] = append(hdr[k], v)
+	}
+	return hdr, pseudo
+}
