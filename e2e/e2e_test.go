@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-var readyLine = regexp.MustCompile(`^mcpgate ready proxy=(\S+) admin=(\S+)$`)
+var readyLine = regexp.MustCompile(`^mcpgate ready proxy=(\S+) admin=(\S+) extproc=(\S+)$`)
 
 // startDemo runs `mcpgate demo` on free ports and waits for its ready line.
 func startDemo(t *testing.T) (endpoint, admin string) {

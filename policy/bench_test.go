@@ -51,9 +51,10 @@ func BenchmarkDecideToolsList(b *testing.B) {
 // BenchmarkInputValue is the input conversion alone.
 func BenchmarkInputValue(b *testing.B) {
 	in := callInput("search_contacts", alice)
+	c := newTermCaches(testDeclarations)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := inputValue(in); err != nil {
+		if _, err := inputValue(in, c); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -44,6 +44,7 @@ type Engine struct {
 	declarations map[string]map[string]ToolDeclaration
 	log          *slog.Logger
 	onReload     func(bool, error)
+	caches       *termCaches
 
 	reloadMu sync.Mutex // serialises Reload
 	current  atomic.Pointer[policyVersion]
@@ -69,6 +70,7 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 	if len(errs) > 0 {
 		return nil, problems("invalid tool declarations", errs)
 	}
+	e.caches = newTermCaches(e.declarations)
 	start := time.Now()
 	p, err := load(ctx, e.dirs, e.declarations)
 	if err != nil {
@@ -130,7 +132,7 @@ func (e *Engine) Decide(ctx context.Context, in *Input) (*Decision, error) {
 	if in == nil {
 		return e.fail(ctx, d, CodeInvalidInput, fmt.Errorf("%w: nil Input", ErrInvalidInput))
 	}
-	input, err := inputValue(in)
+	input, err := inputValue(in, e.caches)
 	if err != nil {
 		return e.fail(ctx, d, CodeInvalidInput, fmt.Errorf("%w: %w", ErrInvalidInput, err))
 	}

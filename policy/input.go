@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -44,63 +45,104 @@ var (
 	kSubject         = ast.StringTerm("subject")
 )
 
+// vocabulary holds ready terms for the strings that recur in inputs:
+// phases, kinds, methods, transport facts and effect classes. Looking one
+// up saves the two allocations of a new string term.
+var vocabulary = func() map[string]*ast.Term {
+	words := []string{
+		"", "request", "list", "notification", "proxy", "extproc",
+		"POST", "GET", "DELETE", "/mcp", SchemaVersion,
+		"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05",
+		"initialize", "ping", "server/discover", "subscriptions/listen",
+		"tools/list", "tools/call", "prompts/list", "prompts/get",
+		"resources/list", "resources/templates/list", "resources/read",
+		"resources/subscribe", "resources/unsubscribe", "completion/complete",
+		"logging/setLevel", "tasks/get", "tasks/list", "tasks/cancel", "tasks/result",
+		"notifications/initialized", "notifications/cancelled", "notifications/progress",
+		"notifications/roots/list_changed", "notifications/tasks/status",
+	}
+	words = append(words, Effects...)
+	m := make(map[string]*ast.Term, len(words))
+	for _, w := range words {
+		m[w] = ast.StringTerm(w)
+	}
+	return m
+}()
+
+// str returns the term of s, shared when s is in the vocabulary.
+func str(s string) *ast.Term {
+	if t, ok := vocabulary[s]; ok {
+		return t
+	}
+	return ast.StringTerm(s)
+}
+
+// anonymousTerm is the principal of every unauthenticated caller.
+var anonymousTerm = ast.NewTerm(principalValue(&Principal{}))
+
 // inputValue builds the OPA value of in directly, without a JSON round
 // trip. The document equals what encoding/json makes of in (the same keys,
 // omitempty rules and numbers), except that an empty Version becomes
-// SchemaVersion.
-func inputValue(in *Input) (ast.Value, error) {
+// SchemaVersion. c (optional) supplies shared terms for parts that repeat.
+func inputValue(in *Input, c *termCaches) (ast.Value, error) {
 	version := in.Version
 	if version == "" {
 		version = SchemaVersion
 	}
-	msg, err := messageValue(&in.Message)
+	msg, err := messageValue(&in.Message, c)
 	if err != nil {
 		return nil, err
 	}
 	items := make([][2]*ast.Term, 0, 7)
 	items = append(items,
-		[2]*ast.Term{kVersion, ast.StringTerm(version)},
-		[2]*ast.Term{kPhase, ast.StringTerm(in.Phase)},
-		[2]*ast.Term{kTransport, ast.NewTerm(transportValue(&in.Transport))},
+		[2]*ast.Term{kVersion, str(version)},
+		[2]*ast.Term{kPhase, str(in.Phase)},
+		[2]*ast.Term{kTransport, c.transport(&in.Transport)},
 		[2]*ast.Term{kMessage, ast.NewTerm(msg)},
 	)
 	if in.Tool != nil {
-		items = append(items, [2]*ast.Term{kTool, ast.NewTerm(toolValue(in.Tool))})
+		items = append(items, [2]*ast.Term{kTool, c.tool(in.Transport.Upstream, in.Tool)})
 	}
 	if len(in.Items) > 0 {
 		terms := make([]*ast.Term, len(in.Items))
 		for i := range in.Items {
 			it := &in.Items[i]
-			kv := make([][2]*ast.Term, 1, 2)
-			kv[0] = [2]*ast.Term{kName, ast.StringTerm(it.Name)}
-			if it.Tool != nil {
-				kv = append(kv, [2]*ast.Term{kTool, ast.NewTerm(toolValue(it.Tool))})
+			if it.Tool == nil {
+				terms[i] = ast.ObjectTerm([2]*ast.Term{kName, ast.StringTerm(it.Name)})
+				continue
 			}
-			terms[i] = ast.ObjectTerm(kv...)
+			terms[i] = ast.ObjectTerm(
+				[2]*ast.Term{kName, ast.StringTerm(it.Name)},
+				[2]*ast.Term{kTool, c.tool(in.Transport.Upstream, it.Tool)},
+			)
 		}
 		items = append(items, [2]*ast.Term{kItems, ast.ArrayTerm(terms...)})
 	}
-	items = append(items, [2]*ast.Term{kPrincipal, ast.NewTerm(principalValue(&in.Principal))})
+	p := anonymousTerm
+	if in.Principal.Authenticated || in.Principal.Tenant != "" || in.Principal.Subject != "" || len(in.Principal.Rights) > 0 {
+		p = ast.NewTerm(principalValue(&in.Principal))
+	}
+	items = append(items, [2]*ast.Term{kPrincipal, p})
 	return ast.NewObject(items...), nil
 }
 
-func transportValue(t *Transport) ast.Object {
+func transportValue(t *Transport) *ast.Term {
 	kv := make([][2]*ast.Term, 5, 6)
-	kv[0] = [2]*ast.Term{kKind, ast.StringTerm(t.Kind)}
-	kv[1] = [2]*ast.Term{kHTTPMethod, ast.StringTerm(t.HTTPMethod)}
-	kv[2] = [2]*ast.Term{kPath, ast.StringTerm(t.Path)}
+	kv[0] = [2]*ast.Term{kKind, str(t.Kind)}
+	kv[1] = [2]*ast.Term{kHTTPMethod, str(t.HTTPMethod)}
+	kv[2] = [2]*ast.Term{kPath, str(t.Path)}
 	kv[3] = [2]*ast.Term{kUpstream, ast.StringTerm(t.Upstream)}
-	kv[4] = [2]*ast.Term{kProtocolVersion, ast.StringTerm(t.ProtocolVersion)}
+	kv[4] = [2]*ast.Term{kProtocolVersion, str(t.ProtocolVersion)}
 	if t.Origin != "" {
 		kv = append(kv, [2]*ast.Term{kOrigin, ast.StringTerm(t.Origin)})
 	}
-	return ast.NewObject(kv...)
+	return ast.ObjectTerm(kv...)
 }
 
-func messageValue(m *Message) (ast.Object, error) {
+func messageValue(m *Message, c *termCaches) (ast.Object, error) {
 	kv := make([][2]*ast.Term, 2, 6)
-	kv[0] = [2]*ast.Term{kKind, ast.StringTerm(m.Kind)}
-	kv[1] = [2]*ast.Term{kMethod, ast.StringTerm(m.Method)}
+	kv[0] = [2]*ast.Term{kKind, str(m.Kind)}
+	kv[1] = [2]*ast.Term{kMethod, str(m.Method)}
 	if m.Name != "" {
 		kv = append(kv, [2]*ast.Term{kName, ast.StringTerm(m.Name)})
 	}
@@ -115,21 +157,26 @@ func messageValue(m *Message) (ast.Object, error) {
 		kv = append(kv, [2]*ast.Term{kArguments, ast.NewTerm(args)})
 	}
 	if m.Client != nil {
-		ckv := make([][2]*ast.Term, 1, 2)
-		ckv[0] = [2]*ast.Term{kName, ast.StringTerm(m.Client.Name)}
-		if m.Client.Version != "" {
-			ckv = append(ckv, [2]*ast.Term{kVersion, ast.StringTerm(m.Client.Version)})
-		}
-		kv = append(kv, [2]*ast.Term{kClient, ast.ObjectTerm(ckv...)})
+		kv = append(kv, [2]*ast.Term{kClient, c.client(m.Client)})
 	}
 	return ast.NewObject(kv...), nil
 }
 
-func toolValue(t *Tool) ast.Object {
+func clientValue(cl *Client) *ast.Term {
+	if cl.Version == "" {
+		return ast.ObjectTerm([2]*ast.Term{kName, ast.StringTerm(cl.Name)})
+	}
+	return ast.ObjectTerm(
+		[2]*ast.Term{kName, ast.StringTerm(cl.Name)},
+		[2]*ast.Term{kVersion, ast.StringTerm(cl.Version)},
+	)
+}
+
+func toolValue(t *Tool) *ast.Term {
 	kv := make([][2]*ast.Term, 3, 7)
 	kv[0] = [2]*ast.Term{kName, ast.StringTerm(t.Name)}
 	kv[1] = [2]*ast.Term{kDeclared, ast.InternedTerm(t.Declared)}
-	kv[2] = [2]*ast.Term{kEffect, ast.StringTerm(t.Effect)}
+	kv[2] = [2]*ast.Term{kEffect, str(t.Effect)}
 	if len(t.Rights) > 0 {
 		kv = append(kv, [2]*ast.Term{kRights, stringsTerm(t.Rights)})
 	}
@@ -142,7 +189,7 @@ func toolValue(t *Tool) ast.Object {
 	if t.Hidden {
 		kv = append(kv, [2]*ast.Term{kHidden, ast.InternedTerm(true)})
 	}
-	return ast.NewObject(kv...)
+	return ast.ObjectTerm(kv...)
 }
 
 func principalValue(p *Principal) ast.Object {
@@ -168,8 +215,15 @@ func stringsTerm(ss []string) *ast.Term {
 	return ast.ArrayTerm(terms...)
 }
 
-// decoders reuses jsontext decoders (and their state stacks) across calls.
-var decoders = sync.Pool{New: func() any { return new(jsontext.Decoder) }}
+// argParser converts raw JSON to OPA values; pooled, with the decoder's
+// state and scratch space reused across calls.
+type argParser struct {
+	dec   jsontext.Decoder
+	pairs [][2]*ast.Term // members of the objects being read, innermost last
+	elems []*ast.Term    // elements of the arrays being read, innermost last
+}
+
+var argParsers = sync.Pool{New: func() any { return new(argParser) }}
 
 // errTrailingData reports bytes after the JSON value.
 var errTrailingData = errors.New("unexpected data after the JSON value")
@@ -178,18 +232,21 @@ var errTrailingData = errors.New("unexpected data after the JSON value")
 // tokens. Numbers keep their exact literal (like json.Number); duplicate
 // object names and invalid UTF-8 are errors, as in gateway/mcp.
 func jsonValue(raw jsontext.Value) (ast.Value, error) {
-	dec := decoders.Get().(*jsontext.Decoder)
+	p := argParsers.Get().(*argParser)
 	// A *bytes.Buffer lets the decoder read raw in place, without copying.
-	dec.Reset(bytes.NewBuffer(raw))
+	p.dec.Reset(bytes.NewBuffer(raw))
 	defer func() {
-		dec.Reset(eofReader{})
-		decoders.Put(dec)
+		p.dec.Reset(eofReader{})
+		clear(p.pairs[:cap(p.pairs)])
+		clear(p.elems[:cap(p.elems)])
+		p.pairs, p.elems = p.pairs[:0], p.elems[:0]
+		argParsers.Put(p)
 	}()
-	v, err := readValue(dec)
+	v, err := p.value()
 	if err != nil {
 		return nil, err
 	}
-	if _, err := dec.ReadToken(); err != io.EOF {
+	if _, err := p.dec.ReadToken(); err != io.EOF {
 		if err == nil {
 			err = errTrailingData
 		}
@@ -203,8 +260,8 @@ type eofReader struct{}
 
 func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
 
-func readValue(dec *jsontext.Decoder) (ast.Value, error) {
-	tok, err := dec.ReadToken()
+func (p *argParser) value() (ast.Value, error) {
+	tok, err := p.dec.ReadToken()
 	if err != nil {
 		return nil, err
 	}
@@ -220,37 +277,41 @@ func readValue(dec *jsontext.Decoder) (ast.Value, error) {
 	case '0':
 		return ast.Number(json.Number(tok.String())), nil
 	case '{':
-		obj := ast.NewObject()
-		for dec.PeekKind() != '}' {
-			k, err := dec.ReadToken()
+		start := len(p.pairs)
+		for p.dec.PeekKind() != '}' {
+			k, err := p.dec.ReadToken()
 			if err != nil {
 				return nil, err
 			}
 			// A token is valid only until the next read.
 			key := ast.StringTerm(k.String())
-			v, err := readValue(dec)
+			v, err := p.value()
 			if err != nil {
 				return nil, err
 			}
-			obj.Insert(key, ast.NewTerm(v))
+			p.pairs = append(p.pairs, [2]*ast.Term{key, ast.NewTerm(v)})
 		}
-		if _, err := dec.ReadToken(); err != nil {
+		if _, err := p.dec.ReadToken(); err != nil {
 			return nil, err
 		}
+		obj := ast.NewObject(p.pairs[start:]...) // copies the pairs
+		p.pairs = p.pairs[:start]
 		return obj, nil
 	case '[':
-		var terms []*ast.Term
-		for dec.PeekKind() != ']' {
-			v, err := readValue(dec)
+		start := len(p.elems)
+		for p.dec.PeekKind() != ']' {
+			v, err := p.value()
 			if err != nil {
 				return nil, err
 			}
-			terms = append(terms, ast.NewTerm(v))
+			p.elems = append(p.elems, ast.NewTerm(v))
 		}
-		if _, err := dec.ReadToken(); err != nil {
+		if _, err := p.dec.ReadToken(); err != nil {
 			return nil, err
 		}
-		return ast.NewArray(terms...), nil
+		arr := ast.NewArray(slices.Clone(p.elems[start:])...) // keeps its slice
+		p.elems = p.elems[:start]
+		return arr, nil
 	default:
 		return nil, fmt.Errorf("unexpected JSON token %v", tok.Kind())
 	}

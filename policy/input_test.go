@@ -31,7 +31,9 @@ func viaJSON(t testing.TB, v any) ast.Value {
 func sampleInputs() map[string]*Input {
 	full := callInput("search_contacts", alice)
 	full.Transport.Origin = "https://app.example.com"
-	full.Tool.Hidden = true
+	full.Tool.Hidden = true // differs from the declaration: not the cached term
+	changed := callInput("search_contacts", alice)
+	changed.Tool.Rights = []string{"crm.read", "crm.export"}
 	noClient := requestInput("ping")
 	noClient.Message.Client = &Client{Name: "bare"}
 	resource := requestInput("resources/read")
@@ -53,12 +55,17 @@ func sampleInputs() map[string]*Input {
 func TestInputValueMatchesJSON(t *testing.T) {
 	for name, in := range sampleInputs() {
 		t.Run(name, func(t *testing.T) {
-			got, err := inputValue(in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if want := viaJSON(t, in); got.Compare(want) != 0 {
-				t.Errorf("got  %v\nwant %v", got, want)
+			want := viaJSON(t, in)
+			// Without caches, then with them, cold and warm.
+			c := newTermCaches(testDeclarations)
+			for i, caches := range []*termCaches{nil, c, c} {
+				got, err := inputValue(in, caches)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.Compare(want) != 0 {
+					t.Errorf("run %d: got  %v\nwant %v", i, got, want)
+				}
 			}
 		})
 	}

@@ -27,6 +27,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	listen := fs.String("listen", "", "proxy listener `address` (default from quickstart.yaml: 127.0.0.1:8080)")
 	admin := fs.String("admin", "", "admin listener `address` (default 127.0.0.1:9090)")
 	upstreamListen := fs.String("upstream-listen", demoUpstreamAddr, "demo upstream `address`")
+	extprocAddr := fs.String("extproc", "", "also serve Envoy ext_proc (gRPC) for the demo upstream on `address` (host:port or unix:/path)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -39,6 +40,9 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if *admin != "" {
 		cfg.Listeners.Admin.Address = *admin
+	}
+	if *extprocAddr != "" {
+		cfg.Listeners.ExtProc.Address = *extprocAddr
 	}
 
 	ln, err := net.Listen("tcp", *upstreamListen)
@@ -72,7 +76,7 @@ func demoBanner(w io.Writer, a *app.App, upstream string) {
 mcpgate demo
   MCP endpoint (through mcpgate): %s
   demo upstream (direct, naive):  http://%s/mcp
-  metrics:                        http://%s/metrics
+  metrics:                        http://%s/metrics%s
 
 Point any MCP client at the endpoint above, or try (MCP 2026-07-28):
 
@@ -90,5 +94,12 @@ A header that disagrees with the body is refused (400, -32020):
     -d '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"cancel_booking","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}'
 
 Press Ctrl-C to stop.
-`, u, upstream, a.AdminAddr, u, u, u)
+`, u, upstream, a.AdminAddr, extprocLine(a), u, u, u)
+}
+
+func extprocLine(a *app.App) string {
+	if a.ExtProcAddr == "" {
+		return ""
+	}
+	return "\n  Envoy ext_proc (gRPC):          " + a.ExtProcAddr + "  (see config/envoy/)"
 }

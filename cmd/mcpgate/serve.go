@@ -48,7 +48,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	upstream := fs.String("upstream", "", "one-line mode: the upstream MCP endpoint `URL`")
 	listen := fs.String("listen", "", "proxy listener `address` (overrides the config)")
 	admin := fs.String("admin", "", "admin listener `address` (overrides the config)")
-	policyDir := fs.String("policy", "", "policy `directory` (overrides the config; repeatable via config)")
+	policyDir := fs.String("policy", "", "policy `directory` (overrides the config)")
+	extprocAddr := fs.String("extproc", "", "Envoy ext_proc gRPC listener `address` (host:port or unix:/path; overrides the config)")
 	noAuth := fs.Bool("no-auth", false, "run without authentication (explicit; logged loudly)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -79,6 +80,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *policyDir != "" {
 		cfg.Policy.Dirs = []string{*policyDir}
 	}
+	if *extprocAddr != "" {
+		cfg.Listeners.ExtProc.Address = *extprocAddr
+	}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -97,11 +101,15 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, stdout io.
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "mcpgate ready proxy=%s admin=%s\n", orOff(a.ProxyAddr), orOff(a.AdminAddr))
+	extproc := "off"
+	if a.ExtProcAddr != "" {
+		extproc = a.ExtProcAddr
+	}
+	fmt.Fprintf(stdout, "mcpgate ready proxy=%s admin=%s extproc=%s\n", orOff(a.ProxyAddr), orOff(a.AdminAddr), extproc)
 	if banner != nil {
 		banner(a)
 	}
-	log.Info("mcpgate started", "proxy", a.ProxyAddr, "admin", a.AdminAddr, "version", version())
+	log.Info("mcpgate started", "proxy", a.ProxyAddr, "admin", a.AdminAddr, "extproc", a.ExtProcAddr, "version", version())
 
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/config"
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/extproc"
 	"github.com/mcpgate/mcpgate/gateway/proxy"
 	"github.com/mcpgate/mcpgate/policy"
 )
@@ -30,11 +31,13 @@ type App struct {
 	Engine    *policy.Engine
 	Pipeline  *gateway.Pipeline
 	Registry  *prometheus.Registry
-	ProxyAddr string // "" when the proxy listener is disabled
-	AdminAddr string // "" when the admin listener is disabled
+	ProxyAddr   string // "" when the proxy listener is disabled
+	AdminAddr   string // "" when the admin listener is disabled
+	ExtProcAddr string // "" when the ext_proc listener is off; "unix:/path" for a socket
 
 	log     *slog.Logger
 	servers []*http.Server
+	grpc    *grpcServer
 	ready   atomic.Bool
 	wg      sync.WaitGroup
 	errc    chan error
@@ -107,6 +110,26 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 		}
 		a.ProxyAddr = addr
 	}
+	if e := cfg.Listeners.ExtProc; e.Enabled() {
+		var ups []extproc.Upstream
+		for _, u := range cfg.Upstreams {
+			ups = append(ups, extproc.Upstream{Name: u.Name, Route: u.Route})
+		}
+		srv := extproc.New(extproc.Options{
+			Pipeline:       a.Pipeline,
+			Upstreams:      ups,
+			UpstreamHeader: e.UpstreamHeader,
+			MessageBudget:  e.MessageBudgetDuration(),
+			Logger:         log,
+		})
+		g, err := startGRPC(e, srv, cfg.Limits.MaxBodyBytes, a.errc)
+		if err != nil {
+			a.Shutdown(context.Background())
+			return nil, fmt.Errorf("extproc listener: %w", err)
+		}
+		a.grpc = g
+		a.ExtProcAddr = g.addr
+	}
 	if !cfg.Listeners.Admin.Disabled {
 		addr, err := a.listen(cfg.Listeners.Admin.Address, a.adminHandler(), cfg.Limits.ReadHeaderTimeoutDuration())
 		if err != nil {
@@ -174,6 +197,9 @@ func (a *App) Err() <-chan error { return a.errc }
 func (a *App) Shutdown(ctx context.Context) error {
 	a.ready.Store(false)
 	var errs []error
+	if a.grpc != nil {
+		a.grpc.stop(ctx)
+	}
 	for _, s := range a.servers {
 		if err := s.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
