@@ -64,17 +64,7 @@ func startWith(t *testing.T, upstream http.Handler, d *demo.Server, edit func(*c
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.Start(ctx, cfg, testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		sctx, c2 := context.WithTimeout(context.Background(), 5*time.Second)
-		defer c2()
-		_ = a.Shutdown(sctx)
-	})
+	a := startAppWith(t, cfg, testLogger(t))
 	e.app = a
 	e.url = "http://" + a.ProxyAddr + "/mcp"
 	e.admin = "http://" + a.AdminAddr
@@ -326,4 +316,26 @@ type tWriter struct{ t *testing.T }
 func (w tWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
+}
+
+// startAppWith starts the gateway for a test or benchmark and stops it at
+// cleanup.
+func startAppWith(tb testing.TB, cfg *config.Config, log *slog.Logger) *app.App {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := app.Start(ctx, cfg, log)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		cancel()
+		sctx, c2 := context.WithTimeout(context.Background(), 5*time.Second)
+		defer c2()
+		_ = a.Shutdown(sctx)
+	})
+	return a
+}
+
+func startApp(tb testing.TB, cfg *config.Config) string {
+	return startAppWith(tb, cfg, slog.New(slog.DiscardHandler)).ProxyAddr
 }
