@@ -20,4 +20,8 @@ const (
 	// CodeInvalidToolDeclaration: the tool is declared with an effect class
 	// the policy does not know.
 	CodeInvalidToolDeclaration = "invalid_tool_declaration"
+	// CodeRequestNotAllowed: the fallback for a refusal no other reason
+	// explains (not produced by the default policy as shipped; its tests
+	// check that).
+	CodeRequestNotAllowed = "request_not_allowed"
 )

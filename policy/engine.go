@@ -26,7 +26,10 @@ type Options struct {
 	Dirs []string
 	// Declarations are the per-tool declarations, upstream → tool →
 	// declaration, loaded as data.mcpgate.upstreams[u].tools[t]. New checks
-	// them with ValidateDeclarations.
+	// them with ValidateDeclarations. Input.Tool should be built from the
+	// same declarations (Tool{Name, Declared, ToolDeclaration}): a Tool
+	// equal to its declaration reuses a term made once, saving work per
+	// Decide.
 	Declarations map[string]map[string]ToolDeclaration
 	// Logger receives load, reload and evaluation failures. Nil discards.
 	Logger *slog.Logger
@@ -114,6 +117,9 @@ func (e *Engine) Reload(ctx context.Context) error {
 	return err
 }
 
+// neverCancelled serves evaluations whose context cannot be cancelled.
+var neverCancelled = topdown.NewCancel()
+
 // resultTerm keeps the decision as an OPA term (no conversion to Go maps);
 // readDecision checks it.
 func resultTerm(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil }
@@ -140,19 +146,19 @@ func (e *Engine) Decide(ctx context.Context, in *Input) (*Decision, error) {
 		return e.fail(ctx, d, CodePolicyError, fmt.Errorf("policy: evaluate: %w", err))
 	}
 
-	opts := []rego.EvalOption{
+	// An external Cancel spares the goroutine rego would otherwise start
+	// per evaluation to watch ctx.
+	cancel := neverCancelled
+	if ctx.Done() != nil {
+		cancel = topdown.NewCancel()
+		defer context.AfterFunc(ctx, cancel.Cancel)()
+	}
+	rs, err := e.current.Load().query.Eval(ctx,
 		rego.EvalParsedInput(input),
 		rego.EvalMetrics(metrics.NoOp()),
 		rego.EvalGenerateJSON(resultTerm),
-	}
-	if ctx.Done() != nil {
-		// Cancel evaluation with ctx, without the goroutine rego would
-		// otherwise start per evaluation.
-		c := topdown.NewCancel()
-		defer context.AfterFunc(ctx, c.Cancel)()
-		opts = append(opts, rego.EvalExternalCancel(c))
-	}
-	rs, err := e.current.Load().query.Eval(ctx, opts...)
+		rego.EvalExternalCancel(cancel),
+	)
 	if err != nil {
 		return e.fail(ctx, d, CodePolicyError, fmt.Errorf("policy: evaluate: %w", err))
 	}

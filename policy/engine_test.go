@@ -319,7 +319,7 @@ decision := {"allow": false} if input.message.method == "ping"
 
 func TestInvalidInput(t *testing.T) {
 	e := newDefaultEngine(t)
-	for _, args := range []string{`{"a":1,"a":2}`, `{"a":`, `{"a":1} x`, "{\"a\":\"\xff\"}", `nul`} {
+	for _, args := range []string{`{"a":1,"a":2}`, `{"a":`, `{"a":1} x`, "{\"a\":\"\xff\"}", `nul`, `{"n":1e99999999999}`} {
 		in := callInput("search_contacts", anonymous)
 		in.Message.Arguments = jsontext.Value(args)
 		d, err := e.Decide(context.Background(), in)

@@ -2,7 +2,6 @@ package policy
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -229,8 +228,10 @@ var argParsers = sync.Pool{New: func() any { return new(argParser) }}
 var errTrailingData = errors.New("unexpected data after the JSON value")
 
 // jsonValue converts one JSON value to an OPA value by walking its jsontext
-// tokens. Numbers keep their exact literal (like json.Number); duplicate
-// object names and invalid UTF-8 are errors, as in gateway/mcp.
+// tokens. Numbers keep their exact literal (like json.Number) and are
+// refused where OPA's own conversion refuses them (exponents out of
+// range); duplicate object names and invalid UTF-8 are errors, as in
+// gateway/mcp.
 func jsonValue(raw jsontext.Value) (ast.Value, error) {
 	p := argParsers.Get().(*argParser)
 	// A *bytes.Buffer lets the decoder read raw in place, without copying.
@@ -275,7 +276,13 @@ func (p *argParser) value() (ast.Value, error) {
 	case '"':
 		return ast.String(tok.String()), nil
 	case '0':
-		return ast.Number(json.Number(tok.String())), nil
+		lit := tok.String()
+		if t := ast.InternedIntNumberTermFromString(lit); t != nil {
+			return t.Value, nil
+		}
+		// Refuses what OPA cannot evaluate (e.g. 1e9999999999), as its
+		// own JSON conversion does.
+		return ast.NumberChecked(lit)
 	case '{':
 		start := len(p.pairs)
 		for p.dec.PeekKind() != '}' {

@@ -34,9 +34,12 @@ type policyVersion struct {
 }
 
 // Check compiles the policies in dirs (the embedded default policy when
-// dirs is empty) without keeping them, and returns every problem found:
-// all parse errors, or else all compile errors, each with file and line.
-// It is the check `mcpgate validate` runs.
+// dirs is empty) without keeping them, and returns every problem found,
+// each with file and line: all parse errors of all files or, when every
+// file parses, all errors of the first compile stage that fails (OPA's
+// compiler stops there, so fixing them may reveal later-stage ones). The
+// error lists one problem per line and unwraps (errors.Join) to them,
+// *ast.Error where OPA gives one. It is the check `mcpgate validate` runs.
 func Check(ctx context.Context, dirs []string) error {
 	_, err := load(ctx, dirs, nil)
 	return err

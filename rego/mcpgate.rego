@@ -17,8 +17,14 @@
 #     (input.principal.authenticated is false) the rights check is skipped:
 #     the caller is the gateway's operator, and declaration still gates.
 #
-#   Visibility is one rule (_tool_refusals) shared by both phases, so a tool
+#   Visibility is one rule (_tool_visible) shared by both phases, so a tool
 #   missing from tools/list is always refused on tools/call, with the reason.
+#
+#   Structure: _allowed decides, as positive conditions (an undefined part of
+#   the input makes it undefined: a refusal). _deny only explains refusals,
+#   for the model, and is evaluated only for them. Beware `not f(x)` with x
+#   undefined: it is undefined, not true; hence _method, _kind and
+#   _called_tool are always defined.
 package mcpgate
 
 # METADATA
@@ -98,33 +104,45 @@ default decision := {"allow": false, "reasons": [{
 
 # --- phase "request" ---------------------------------------------------------
 
-_request_decision := {
-	"allow": count(_deny) == 0,
-	"reasons": [r | some r in _deny],
-	"effect": input.tool.effect,
-} if {
-	_is_tool_call
-	input.tool.declared == true
-	_effects[input.tool.effect]
-} else := {
-	"allow": count(_deny) == 0,
-	"reasons": [r | some r in _deny],
-}
+# METADATA
+# title: Request decision
+# description: Allow exactly when _allowed; a refusal carries every reason that applies.
+_request_decision := {"allow": true, "reasons": [], "effect": input.tool.effect} if {
+	_allowed
+	input.message.method == "tools/call"
+} else := {"allow": true, "reasons": []} if {
+	_allowed
+} else := object.union({"allow": false, "reasons": _reasons}, _declared_effect)
 
-# _method and _kind are always defined: `not x[input.message.method]`
-# with the method missing would be undefined, not true, and fail open.
-default _method := ""
-
-_method := input.message.method
-
-default _kind := ""
-
-_kind := input.message.kind
-
-_is_tool_call if {
+# METADATA
+# title: Whether a client message may proceed
+# description: |
+#   A known method sent as its kind, with the params it needs (see
+#   _required_params), arguments (if any) an object, and for tools/call a
+#   tool visible to the caller. tools/call, the hot path, is spelled out
+#   in one body: fewer rule evaluations per call.
+# scope: document
+_allowed if {
 	input.message.method == "tools/call"
 	input.message.kind == "request"
-	_has_param("name")
+	is_string(input.message.name)
+	input.message.name != ""
+	is_object(object.get(input.message, "arguments", {}))
+	_tool_visible(input.tool)
+}
+
+_allowed if {
+	input.message.method != "tools/call"
+	_methods[input.message.method] == input.message.kind
+	_has_required_param
+	not _bad_arguments
+}
+
+_has_required_param if not _required_params[input.message.method]
+
+_has_required_param if {
+	[param, _] := _required_params[input.message.method]
+	_has_param(param)
 }
 
 _has_param(param) if {
@@ -133,9 +151,38 @@ _has_param(param) if {
 	value != ""
 }
 
+_bad_arguments if {
+	_argument_methods[input.message.method]
+	arguments := input.message.arguments
+	not is_object(arguments)
+}
+
+# The effect class of a refused tools/call, when its declaration names a
+# known one (for metrics and audit of refusals).
+_declared_effect := {"effect": input.tool.effect} if {
+	input.message.method == "tools/call"
+	input.tool.declared == true
+	_effects[input.tool.effect]
+} else := {}
+
+_reasons := [r | some r in _deny] if {
+	count(_deny) > 0
+} else := [_reason_not_allowed]
+
+# _method and _kind are always defined, for use under `not`: with
+# input.message.method missing, `not _methods[input.message.method]` would
+# be undefined rather than true.
+default _method := ""
+
+_method := input.message.method
+
+default _kind := ""
+
+_kind := input.message.kind
+
 # METADATA
 # title: Reasons to refuse a client message
-# description: Conditions on input.message.method directly let OPA's rule index skip rules.
+# description: Explanations of a refusal, for the model; they never decide.
 # scope: document
 _deny contains _reason_method_not_allowed if not _methods[_method]
 
@@ -145,28 +192,21 @@ _deny contains _reason_wrong_kind(kind) if {
 }
 
 _deny contains _reason_missing_param(param, list_method) if {
-	[param, list_method] := _required_params[input.message.method]
+	[param, list_method] := _required_params[_method]
 	not _has_param(param)
 }
 
-_deny contains _reason_arguments_not_object if {
-	_argument_methods[input.message.method]
-	arguments := input.message.arguments
-	not is_object(arguments)
-}
+_deny contains _reason_arguments_not_object if _bad_arguments
 
 _deny contains reason if {
-	input.message.method == "tools/call"
-	_is_tool_call
+	_method == "tools/call"
+	_has_param("name")
 	not _tool_visible(_called_tool)
 	some reason in _tool_refusals(_called_tool)
 }
 
-# METADATA
-# title: The tool a tools/call names
-# description: |
-#   input.tool, or an undeclared stand-in when it is missing. Always defined,
-#   for the same reason as _method.
+# input.tool, or an undeclared stand-in when it is missing (defined, for
+# use under `not`).
 _called_tool := object.get(input, "tool", {"name": input.message.name, "declared": false})
 
 # --- visibility: one rule for both phases -----------------------------------
@@ -175,10 +215,10 @@ _called_tool := object.get(input, "tool", {"name": input.message.name, "declared
 # title: Tool visibility
 # description: |
 #   THE visibility rule: tools/list shows a tool exactly when it holds, and
-#   tools/call is refused exactly when it does not. A tool is visible when
-#   it is declared with a known effect class, not hidden, and (for an
-#   authenticated principal) every right it declares is held. An undefined
-#   tool (no input.tool) is not visible.
+#   tools/call is allowed only when it holds. A tool is visible when it is
+#   declared with a known effect class, not hidden, and (for an
+#   authenticated principal) every right it declares is held. A missing
+#   tool is not visible.
 _tool_visible(tool) if {
 	tool.declared == true
 	_effects[tool.effect]
@@ -193,21 +233,19 @@ _tool_visible(tool) if {
 #   Unauthenticated callers skip this check until authentication ships.
 _lacks_rights(tool) if {
 	input.principal.authenticated == true
+	held := object.get(input.principal, "rights", [])
 	some right in tool.rights
-	not _held_rights[right]
+	not right in held
 }
-
-_held_rights contains right if some right in input.principal.rights
 
 # METADATA
 # title: Why a tool is not visible
 # description: |
-#   Explains a refusal of _tool_visible, for the model; evaluated only when
-#   a call is refused. Never empty: tool_hidden is the fallback.
+#   Explains a refusal of _tool_visible, for the model. Never empty:
+#   tool_hidden is the fallback.
 _tool_refusals(tool) := reasons if {
-	explained := ((_refusals_undeclared(tool) | _refusals_declaration(tool)) | _refusals_hidden(tool)) | _refusals_rights(tool)
-	count(explained) > 0
-	reasons := explained
+	reasons := ((_refusals_undeclared(tool) | _refusals_declaration(tool)) | _refusals_hidden(tool)) | _refusals_rights(tool)
+	count(reasons) > 0
 } else := {_reason_tool_hidden(tool.name)}
 
 _refusals_undeclared(tool) := {_reason_tool_not_declared(tool.name)} if {
@@ -227,28 +265,27 @@ _refusals_hidden(tool) := {_reason_tool_hidden(tool.name)} if {
 _refusals_rights(tool) := {_reason_missing_rights(tool.name, missing)} if {
 	tool.declared == true
 	input.principal.authenticated == true
-	missing := {r | some r in object.get(tool, "rights", [])} - _held_rights
+	held := {r | some r in object.get(input.principal, "rights", [])}
+	missing := {r | some r in object.get(tool, "rights", [])} - held
 	count(missing) > 0
 } else := set()
 
 # --- phase "list" ------------------------------------------------------------
 
+# METADATA
+# title: List decision
+# description: Tools by the visibility rule; prompts and resources are visible by default.
 _list_decision := {
 	"allow": true,
-	"visible": [item.name | some item in input.items; _item_visible(item)],
+	"visible": [item.name | some item in input.items; _tool_visible(item.tool)],
+} if {
+	input.message.method == "tools/list"
+} else := {
+	"allow": true,
+	"visible": [item.name | some item in input.items],
 } if {
 	_list_methods[input.message.method]
 } else := {"allow": false, "visible": [], "reasons": [_reason_method_not_allowed]}
-
-# METADATA
-# title: Visible list items
-# description: Tools by the visibility rule; prompts and resources are visible by default.
-_item_visible(item) if {
-	input.message.method == "tools/list"
-	_tool_visible(item.tool)
-}
-
-_item_visible(_) if input.message.method != "tools/list"
 
 # --- reasons -----------------------------------------------------------------
 
@@ -256,6 +293,15 @@ _reason_method_not_allowed := {
 	"code": "method_not_allowed",
 	"cause": sprintf("Method %q is not allowed on this server.", [_method]),
 	"fix": "Use one of the MCP methods this server supports, such as tools/list and tools/call.",
+}
+
+# Fallback: a refusal _deny cannot explain (e.g. after a policy edit that
+# adds a condition to _allowed without a reason).
+_reason_not_allowed := {
+	"code": "request_not_allowed",
+	"cause": sprintf("The server's policy does not allow this %s request.", [_method]),
+	"fix": "Call tools/list to see what you can do.",
+	"next_tool": "tools/list",
 }
 
 _reason_wrong_kind(want) := {

@@ -300,3 +300,59 @@ test_unknown_phase_denied if {
 	_denied_with(object.union(_request("ping"), {"phase": "response"}), "invalid_input")
 	_denied_with(json.remove(_request("ping"), ["phase"]), "invalid_input")
 }
+
+# --- allow and reasons agree ----------------------------------------------------
+
+_fixtures := [
+	_request("ping"),
+	_request("tools/list"),
+	_request("admin/shutdown"),
+	_request("notifications/initialized"),
+	_notification("notifications/progress"),
+	_notification("ping"),
+	_request("tools/call"),
+	_request("prompts/get"),
+	object.union(_request("prompts/get"), {"message": {"name": "summary", "arguments": 1}}),
+	_request("resources/read"),
+	object.union(_request("resources/read"), {"message": {"uri": "file:///a"}}),
+	json.remove(_request("ping"), ["message"]),
+	json.remove(_call(_search, _alice), ["tool"]),
+	json.patch(_call(_search, _alice), [{"op": "replace", "path": "/message/arguments", "value": "x"}]),
+	json.patch(_call(_search, _alice), [{"op": "replace", "path": "/message/kind", "value": "notification"}]),
+	_call(_search, _alice),
+	_call(_update, _alice),
+	_call(_purge, _alice),
+	_call(_purge, _anonymous),
+	_call(_retired, _alice),
+	_call(_unknown, _alice),
+	_call(_broken, _alice),
+]
+
+# Allowed exactly when no reason applies; a refusal is always explained by
+# a specific reason, never the fallback.
+test_allow_iff_no_reasons if {
+	every inp in _fixtures {
+		d := mcpgate.decision with input as inp
+		reasons := mcpgate._deny with input as inp
+		d.allow == (count(reasons) == 0)
+		not "request_not_allowed" in _codes(d)
+	}
+}
+
+test_unexplained_refusal_falls_back if {
+	d := mcpgate.decision with input as _call(_unknown, _alice) with mcpgate._deny as set()
+	d.allow == false
+	d.reasons == [{
+		"code": "request_not_allowed",
+		"cause": "The server's policy does not allow this tools/call request.",
+		"fix": "Call tools/list to see what you can do.",
+		"next_tool": "tools/list",
+	}]
+}
+
+test_refused_call_keeps_declared_effect if {
+	d := mcpgate.decision with input as _call(_purge, _alice)
+	d.effect == "delete"
+	d2 := mcpgate.decision with input as _call(_unknown, _alice)
+	not "effect" in object.keys(d2)
+}

@@ -113,3 +113,44 @@ func TestStrict(t *testing.T) {
 		})
 	}
 }
+
+// TestOPATestCommand loads the policies from disk the way the OPA CLI
+// does for the documented commands
+//
+//	opa test rego/ --ignore examples
+//	opa test rego/examples/transparent
+//
+// and runs their tests.
+func TestOPATestCommand(t *testing.T) {
+	for _, c := range []struct {
+		path   string
+		filter loader.Filter
+	}{
+		{".", loader.GlobExcludeName(mcpgaterego.ExamplesDir, 1)},
+		{"examples/transparent", nil},
+	} {
+		t.Run(c.path, func(t *testing.T) {
+			ctx := context.Background()
+			mods, store, err := tester.LoadWithRegoVersion([]string{c.path}, c.filter, ast.RegoV1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			txn := storage.NewTransactionOrDie(ctx, store)
+			defer store.Abort(ctx, txn)
+			ch, err := tester.NewRunner().SetStore(store).SetModules(mods).RunTests(ctx, txn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for r := range ch {
+				n++
+				if r.Fail || r.Error != nil {
+					t.Errorf("%s.%s: fail=%v err=%v", r.Package, r.Name, r.Fail, r.Error)
+				}
+			}
+			if n == 0 {
+				t.Fatal("no tests")
+			}
+		})
+	}
+}
