@@ -48,3 +48,32 @@ func BenchmarkHandleToolsCall(b *testing.B) {
 		}
 	}
 }
+
+// fixedDecider allows everything without evaluating Rego. It exists only to
+// separate mcpgate's own cost from OPA's in BenchmarkHandleToolsCallOwnCost.
+type fixedDecider struct{ d policy.Decision }
+
+func (f *fixedDecider) Decide(context.Context, *policy.Input) (*policy.Decision, error) {
+	return &f.d, nil
+}
+
+// BenchmarkHandleToolsCallOwnCost is BenchmarkHandleToolsCall with the Rego
+// evaluation taken out: what is left is mcpgate's own work and allocations
+// (gate, parse, headers, input building).
+func BenchmarkHandleToolsCallOwnCost(b *testing.B) {
+	p := gateway.New(&fixedDecider{policy.Decision{Allow: true}}, gateway.Options{Declarations: benchDecls, MaxBodyBytes: 4 << 20, MaxJSONDepth: 64})
+	hdr := mcp.Header{
+		"content-type":         {"application/json"},
+		"mcp-protocol-version": {"2026-07-28"},
+		"mcp-method":           {"tools/call"},
+		"mcp-name":             {"create_booking"},
+	}
+	body := []byte(benchBody)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, v := p.HandleRequest(ctx, &gateway.Request{Transport: gateway.TransportProxy, Method: "POST", Path: "/mcp", Upstream: "demo", Header: hdr, Body: body}); v.Local != nil {
+			b.Fatal("refused")
+		}
+	}
+}
