@@ -25,6 +25,7 @@ import (
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
@@ -250,10 +251,10 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.Process
 	case mode == gateway.PassThrough:
 		// Nothing to inspect: Envoy relays the body itself, streams
 		// included, without buffering it for mcpgate.
-		override = &filterv3.ProcessingMode{ResponseBodyMode: filterv3.ProcessingMode_NONE, ResponseTrailerMode: filterv3.ProcessingMode_SKIP}
+		override = responseMode(filterv3.ProcessingMode_NONE)
 		ex.finish()
 	case mode == gateway.StreamSSE:
-		override = &filterv3.ProcessingMode{ResponseBodyMode: filterv3.ProcessingMode_STREAMED, ResponseTrailerMode: filterv3.ProcessingMode_SKIP}
+		override = responseMode(filterv3.ProcessingMode_STREAMED)
 		remove = []string{"content-length"}
 		if set == nil {
 			set = mcp.Header{}
@@ -264,6 +265,20 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.Process
 		ex.rw = ex.x.NewEventRewriter(ex.ctx)
 	}
 	return headersResponseFor(true, mutation(set, remove), override)
+}
+
+// responseMode is the whole processing mode sent as mode_override (Envoy
+// replaces the mode with it): the request side as configured, the response
+// body as chosen, trailers skipped.
+func responseMode(body filterv3.ProcessingMode_BodySendMode) *filterv3.ProcessingMode {
+	return &filterv3.ProcessingMode{
+		RequestHeaderMode:   filterv3.ProcessingMode_SEND,
+		RequestBodyMode:     filterv3.ProcessingMode_BUFFERED,
+		RequestTrailerMode:  filterv3.ProcessingMode_SKIP,
+		ResponseHeaderMode:  filterv3.ProcessingMode_SEND,
+		ResponseBodyMode:    body,
+		ResponseTrailerMode: filterv3.ProcessingMode_SKIP,
+	}
 }
 
 // responseBody shapes a BUFFERED JSON body, or one STREAMED chunk of SSE.
@@ -317,10 +332,10 @@ func (ex *exchange) responseBody(b *extprocv3.HttpBody) *extprocv3.ProcessingRes
 // "upstream"), else the configured header, else the configured route
 // paths, else the only upstream. Unknown names never match.
 func (s *Server) upstream(in *extprocv3.ProcessingRequest, h *extprocv3.HttpHeaders, hdr mcp.Header, path string) (string, bool) {
-	for _, attrs := range []map[string]*structAttrs{structs(in.GetAttributes()), structs(h.GetAttributes())} {
+	for _, attrs := range []map[string]*structpb.Struct{in.GetAttributes(), h.GetAttributes()} {
 		for _, a := range attrs {
-			if name := a.routeUpstream(); name != "" && s.names[name] {
-				return name, true
+			if name := routeUpstream(a); name != "" {
+				return name, s.names[name]
 			}
 		}
 	}

@@ -117,8 +117,12 @@ func TestRefusalIsImmediateJSON(t *testing.T) {
 // upstream (so its declarations apply), before the path.
 func TestUpstreamFromRouteMetadata(t *testing.T) {
 	c := client(t)
+	// Envoy sends the route metadata as the text form of core.v3.Metadata.
 	attrs := map[string]*structpb.Struct{"envoy.filters.http.ext_proc": mustStruct(t, map[string]any{
-		"xds.route_metadata": map[string]any{"filter_metadata": map[string]any{"mcpgate": map[string]any{"upstream": "tickets"}}},
+		"xds.route_metadata": `filter_metadata { key: "mcpgate" value { fields { key: "upstream" value { string_value: "tickets" } } } }`,
+	})}
+	gatewayAttrs := map[string]*structpb.Struct{"envoy.filters.http.ext_proc": mustStruct(t, map[string]any{
+		"xds.route_metadata": `filter_metadata { key: "envoy-gateway" value { fields { key: "resources" value { list_value { values { struct_value { fields { key: "annotations" value { struct_value { fields { key: "mcpgate-upstream" value { string_value: "tickets" } } } } } } } } } } } }`,
 	})}
 	for _, tt := range []struct {
 		name   string
@@ -128,6 +132,7 @@ func TestUpstreamFromRouteMetadata(t *testing.T) {
 		header []string
 	}{
 		{"metadata names tickets", attrs, "/crm/mcp", true, nil},
+		{"Envoy Gateway annotation names tickets", gatewayAttrs, "/crm/mcp", true, nil},
 		{"path names crm", nil, "/crm/mcp", false, nil},
 		{"header names tickets", nil, "/crm/mcp", true, []string{"x-mcpgate-upstream", "tickets"}},
 	} {
