@@ -28,9 +28,9 @@ import (
 
 // App is a running gateway.
 type App struct {
-	Engine    *policy.Engine
-	Pipeline  *gateway.Pipeline
-	Registry  *prometheus.Registry
+	Engine      *policy.Engine
+	Pipeline    *gateway.Pipeline
+	Registry    *prometheus.Registry
 	ProxyAddr   string // "" when the proxy listener is disabled
 	AdminAddr   string // "" when the admin listener is disabled
 	ExtProcAddr string // "" when the ext_proc listener is off; "unix:/path" for a socket
