@@ -505,17 +505,6 @@ func (x *exchange) release(st *dirState) {
 	if st.headers == nil {
 		return
 	}
-	if len(st.queue) > 0 {
-		// clearAsyncState injects leftover streamed chunks unprocessed.
-		var all []byte
-		eos := false
-		for _, c := range st.queue {
-			all = append(all, c.data...)
-			eos = eos || c.eos
-		}
-		st.queue, st.queueBytes = nil, 0
-		x.forwardData(st, all, eos)
-	}
 	if st.held {
 		st.held = false
 		x.forwardHeaders(st)
@@ -841,11 +830,28 @@ func (x *exchange) onMessageTimeout() {
 func (x *exchange) clearAsyncState() {
 	x.finishCalls()
 	if !x.decoderAborted {
+		x.flushQueue(&x.dec)
 		x.release(&x.dec)
 	}
 	if !x.done {
+		x.flushQueue(&x.enc)
 		x.release(&x.enc)
 	}
+}
+
+// flushQueue injects leftover streamed chunks unprocessed.
+func (x *exchange) flushQueue(st *dirState) {
+	if len(st.queue) == 0 {
+		return
+	}
+	var all []byte
+	eos := false
+	for _, c := range st.queue {
+		all = append(all, c.data...)
+		eos = eos || c.eos
+	}
+	st.queue, st.queueBytes = nil, 0
+	x.forwardData(st, all, eos)
 }
 
 func (x *exchange) closeStreamNow() {
@@ -876,23 +882,29 @@ func (x *exchange) onReceive(resp *extprocv3.ProcessingResponse) {
 	}
 	var (
 		err    error
-		ph     = phase(-1)
 		isLast bool
 	)
+	// Counters are updated before the answer takes effect, so a test that
+	// has seen the effect also sees the count.
+	count := func(ph phase, ok bool) {
+		if ok {
+			x.d.st.received[ph].Add(1)
+		}
+	}
 	switch r := resp.GetResponse().(type) {
 	case *extprocv3.ProcessingResponse_RequestHeaders:
-		ph = phaseRequestHeaders
+		count(phaseRequestHeaders, x.dec.cb == cbHeaders)
 		err = x.handleHeadersResponse(&x.dec, r.RequestHeaders.GetResponse())
 	case *extprocv3.ProcessingResponse_ResponseHeaders:
-		ph = phaseResponseHeaders
+		count(phaseResponseHeaders, x.enc.cb == cbHeaders)
 		err = x.handleHeadersResponse(&x.enc, r.ResponseHeaders.GetResponse())
 	case *extprocv3.ProcessingResponse_RequestBody:
-		ph = phaseRequestBody
 		isLast = x.isLastBodyResponse(&x.dec)
+		count(phaseRequestBody, expectsBody(&x.dec, r.RequestBody.GetResponse()))
 		err = x.handleBodyResponse(&x.dec, r.RequestBody.GetResponse())
 	case *extprocv3.ProcessingResponse_ResponseBody:
-		ph = phaseResponseBody
 		isLast = x.isLastBodyResponse(&x.enc)
+		count(phaseResponseBody, expectsBody(&x.enc, r.ResponseBody.GetResponse()))
 		err = x.handleBodyResponse(&x.enc, r.ResponseBody.GetResponse())
 	case *extprocv3.ProcessingResponse_ImmediateResponse:
 		x.d.st.immediate.Add(1)
@@ -907,7 +919,6 @@ func (x *exchange) onReceive(resp *extprocv3.ProcessingResponse) {
 	}
 	switch {
 	case err == nil:
-		x.d.st.received[ph].Add(1)
 	case errors.Is(err, errSpurious):
 		x.d.st.spurious.Add(1)
 		x.d.logf("spurious ext_proc response: %v", err)
@@ -922,9 +933,6 @@ func (x *exchange) onReceive(resp *extprocv3.ProcessingResponse) {
 		x.localReply(http.StatusInternalServerError, "", nil, err.Error())
 		return
 	default:
-		if ph >= 0 {
-			x.d.st.received[ph].Add(1)
-		}
 		x.d.st.processingErrors.Add(1)
 		if errors.Is(err, errBodyLength) {
 			x.d.st.rejectedBodyMutations.Add(1)
@@ -960,6 +968,17 @@ func (x *exchange) closeIfLastResponse(resp *extprocv3.ProcessingResponse, isLas
 		x.d.logf("closing ext_proc stream after the last response")
 		x.closeStreamGracefully()
 	}
+}
+
+// expectsBody reports whether a body answer is not spurious.
+func expectsBody(st *dirState, cr *extprocv3.CommonResponse) bool {
+	switch st.cb {
+	case cbBufferedBody:
+		return true
+	case cbStreamedBody:
+		return cr.GetBodyMutation().GetStreamedResponse() == nil
+	}
+	return false
 }
 
 func (x *exchange) isLastBodyResponse(st *dirState) bool {

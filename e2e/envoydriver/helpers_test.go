@@ -134,6 +134,12 @@ func (r *recorder) wrap(fn func(*extprocv3.ProcessingRequest) []*extprocv3.Proce
 	})
 }
 
+func (r *recorder) reset() {
+	r.mu.Lock()
+	r.reqs = nil
+	r.mu.Unlock()
+}
+
 func (r *recorder) all() []*extprocv3.ProcessingRequest {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -273,6 +279,8 @@ func do(t testing.TB, method, url, body string, hdr ...string) (*http.Response, 
 	return resp, string(b)
 }
 
-func httpStatus(code int) *typev3.HttpStatus { return &typev3.HttpStatus{Code: typev3.StatusCode(code)} }
+func httpStatus(code int) *typev3.HttpStatus {
+	return &typev3.HttpStatus{Code: typev3.StatusCode(code)}
+}
 
 func stringsReader(s string) io.Reader { return strings.NewReader(s) }

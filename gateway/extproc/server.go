@@ -26,6 +26,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
@@ -394,13 +395,12 @@ func mutation(set mcp.Header, remove []string) *extprocv3.HeaderMutation {
 	m := &extprocv3.HeaderMutation{RemoveHeaders: remove}
 	for k, vals := range set {
 		for i, v := range vals {
-			action := corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD
-			if i == 0 {
-				action = corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD
-			}
+			// ext_proc honours the (deprecated) append flag, not
+			// append_action: false overwrites, true adds a value
+			// (Envoy mutation_utils.cc). Values go in raw_value only.
 			m.SetHeaders = append(m.SetHeaders, &corev3.HeaderValueOption{
-				Header:       &corev3.HeaderValue{Key: k, RawValue: []byte(v)},
-				AppendAction: action,
+				Header: &corev3.HeaderValue{Key: k, RawValue: []byte(v)},
+				Append: wrapperspb.Bool(i > 0),
 			})
 		}
 	}
