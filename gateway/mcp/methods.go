@@ -96,7 +96,9 @@ func KnownMethodIn(version, method string, kind Kind) bool {
 	if !KnownMethod(method, kind) {
 		return false
 	}
-	if version < Version20260728 {
+	if version < Version20260728 || !IsSupportedVersion(version) {
+		// An unsupported revision is answered with -32022 by
+		// CheckHeaders, not judged by a method list it does not have.
 		return true
 	}
 	if kind == KindNotification {

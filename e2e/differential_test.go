@@ -1,0 +1,272 @@
+package e2e
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpgate/mcpgate/config"
+	"github.com/mcpgate/mcpgate/e2e/envoydriver"
+	"github.com/mcpgate/mcpgate/internal/app"
+	"github.com/mcpgate/mcpgate/internal/demo"
+	"github.com/mcpgate/mcpgate/policy"
+)
+
+// synthetic is a hand-written upstream for answers no real MCP server here
+// produces on demand: progress events before the result, a large list. It
+// chooses by the request id.
+func synthetic(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		ID json.RawMessage `json:"id"`
+	}
+	_ = json.NewDecoder(r.Body).Decode(&req)
+	switch string(req.ID) {
+	case "100": // SSE: two progress notifications, then the filtered list
+		w.Header().Set("Content-Type", "text/event-stream")
+		f := w.(http.Flusher)
+		for i := 1; i <= 2; i++ {
+			fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":\"p\",\"progress\":%d}}\n\n", i)
+			f.Flush()
+			time.Sleep(5 * time.Millisecond)
+		}
+		fmt.Fprint(w, "id: 9\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":100,\"result\":{\"tools\":[{\"name\":\"lookup\"},{\"name\":\"shadow_tool\"}]}}\n\n")
+	case "101": // a large JSON list: 900 KiB of description (within Envoy's buffer)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":101,"result":{"tools":[{"name":"shadow_tool"},{"name":"lookup","description":"%s"}]}}`, strings.Repeat("d", 900<<10))
+	default: // anything else: a plain JSON result
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"ok"}]}}`, req.ID)
+	}
+}
+
+// differentialEnv runs one gateway with both listeners, and a driver that
+// plays Envoy in front of its ext_proc listener for each upstream.
+type differentialEnv struct {
+	proxy   string                         // proxy base URL
+	drivers map[string]*httptest.Server    // upstream name → Envoy stand-in
+	stats   map[string]*envoydriver.Driver // for the protocol counters
+}
+
+func startDifferential(t *testing.T) *differentialEnv {
+	t.Helper()
+	up := httptest.NewServer(demo.New(demo.Options{}).Handler())
+	t.Cleanup(up.Close)
+	syn := httptest.NewServer(http.HandlerFunc(synthetic))
+	t.Cleanup(syn.Close)
+
+	cfg, err := config.Parse(config.Quickstart, "quickstart.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Listeners.Proxy.Address = "127.0.0.1:0"
+	cfg.Listeners.Admin.Disabled = true
+	cfg.Listeners.ExtProc.Address = "127.0.0.1:0"
+	cfg.Limits.MaxBodyBytes = 1 << 20
+	cfg.Upstreams[0].URL = up.URL + "/mcp"
+	delete(cfg.Upstreams[0].Tools, "cancel_booking") // undeclared: hidden and refused
+	cfg.Upstreams = append(cfg.Upstreams, config.Upstream{Name: "synthetic", URL: syn.URL + "/mcp", Route: "/synthetic/mcp",
+		Tools: map[string]policy.ToolDeclaration{"lookup": {Effect: policy.EffectRead}}})
+	cfg.ApplyDefaults()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := app.Start(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		sctx, c := context.WithTimeout(context.Background(), 5*time.Second)
+		defer c()
+		_ = a.Shutdown(sctx)
+	})
+	e := &differentialEnv{proxy: "http://" + a.ProxyAddr, drivers: map[string]*httptest.Server{}, stats: map[string]*envoydriver.Driver{}}
+	for name, target := range map[string]string{"demo": up.URL, "synthetic": syn.URL} {
+		u, _ := url.Parse(target)
+		d, err := envoydriver.New(envoydriver.Config{
+			Target:   a.ExtProcAddr,
+			Upstream: u,
+			Mode: &extprocfilterv3.ProcessingMode{
+				RequestHeaderMode: extprocfilterv3.ProcessingMode_SEND, RequestBodyMode: extprocfilterv3.ProcessingMode_BUFFERED,
+				ResponseHeaderMode: extprocfilterv3.ProcessingMode_SEND, ResponseBodyMode: extprocfilterv3.ProcessingMode_BUFFERED,
+				RequestTrailerMode: extprocfilterv3.ProcessingMode_SKIP, ResponseTrailerMode: extprocfilterv3.ProcessingMode_SKIP,
+			},
+			AllowModeOverride: true,
+			MessageTimeout:    500 * time.Millisecond,
+			MaxMessageTimeout: 5 * time.Second,
+			BufferLimit:       (1 << 20) + (256 << 10),
+			RequestAttributes: []string{"xds.route_metadata"},
+			RouteMetadata:     map[string]map[string]any{"mcpgate": {"upstream": name}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(d)
+		t.Cleanup(func() { srv.Close(); _ = d.Close() })
+		e.drivers[name] = srv
+		e.stats[name] = d
+	}
+	return e
+}
+
+// seen is what a client sees of one answer.
+type seen struct {
+	Status      int
+	ContentType string
+	Body        string
+}
+
+// decisionID matches a decision id, also JSON-escaped inside a text block.
+var decisionID = regexp.MustCompile(`decision_id(\\?)":(\\?)"[0-9a-f]+`)
+
+func do(t *testing.T, method, url string, hdr map[string]string, body []byte) seen {
+	t.Helper()
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seen{Status: resp.StatusCode, ContentType: resp.Header.Get("Content-Type"), Body: decisionID.ReplaceAllString(string(b), `decision_id$1":$2"…`)}
+}
+
+const meta26 = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+
+func v26(method, name string) map[string]string {
+	h := map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method}
+	if name != "" {
+		h["Mcp-Name"] = name
+	}
+	return h
+}
+
+func call(id, tool, args string) []byte {
+	return []byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + args + `,` + meta26 + `}}`)
+}
+
+func gzipped(b []byte) []byte {
+	var buf bytes.Buffer
+	w := gzip.NewWriter(&buf)
+	_, _ = w.Write(b)
+	_ = w.Close()
+	return buf.Bytes()
+}
+
+// TestDifferential runs one table of scenarios through the standalone
+// proxy and through Envoy (the driver) + ext_proc: the client must see the
+// same status, content type and body.
+func TestDifferential(t *testing.T) {
+	e := startDifferential(t)
+	list := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + meta26 + `}}`)
+	tests := []struct {
+		name     string
+		upstream string
+		hdr      map[string]string
+		body     []byte
+		status   int // expected, as a sanity anchor for both paths
+	}{
+		{"allowed tools/call (SSE answer)", "demo", v26("tools/call", "list_technicians"), call("1", "list_technicians", "{}"), 200},
+		{"tools/list filtered (SSE)", "demo", v26("tools/list", ""), list, 200},
+		{"undeclared tool refused", "demo", v26("tools/call", "cancel_booking"), call("2", "cancel_booking", `{"booking_id":"B-1001"}`), 200},
+		{"progress before the result, filtered", "synthetic", v26("tools/list", ""), []byte(`{"jsonrpc":"2.0","id":100,"method":"tools/list","params":{` + meta26 + `}}`), 200},
+		{"large JSON list filtered", "synthetic", v26("tools/list", ""), []byte(`{"jsonrpc":"2.0","id":101,"method":"tools/list","params":{` + meta26 + `}}`), 200},
+		{"notification forwarded", "demo", v26("notifications/cancelled", ""), []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,` + meta26 + `}}`), 202},
+		{"gzip request body", "demo", map[string]string{"Content-Encoding": "gzip", "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "list_technicians"}, gzipped(call("3", "list_technicians", "{}")), 200},
+		{"duplicate keys", "demo", v26("tools/call", "list_technicians"), []byte(`{"jsonrpc":"2.0","id":4,"id":5,"method":"tools/call","params":{"name":"list_technicians",` + meta26 + `}}`), 400},
+		{"header mismatch", "demo", v26("tools/call", "find_customers"), call("6", "cancel_booking", "{}"), 400},
+		{"batch", "demo", v26("tools/call", "list_technicians"), []byte(`[` + string(call("7", "list_technicians", "{}")) + `]`), 400},
+		{"malformed JSON", "demo", v26("tools/call", "list_technicians"), []byte(`{"jsonrpc":`), 400},
+		{"invalid UTF-8", "demo", v26("tools/call", "list_technicians"), call("8", "list_technicians", "{\"q\":\"\xff\"}"), 400},
+		{"deep nesting", "demo", v26("tools/call", "get_booking"), call("9", "get_booking", `{"x":`+strings.Repeat("[", 80)+strings.Repeat("]", 80)+`}`), 400},
+		{"oversize body", "demo", v26("tools/call", "list_technicians"), call("10", "list_technicians", `{"q":"`+strings.Repeat("a", (1<<20)+100)+`"}`), 413},
+		{"wrong content type", "demo", map[string]string{"Content-Type": "text/plain"}, call("11", "list_technicians", "{}"), 415},
+		{"unknown protocol version", "demo", map[string]string{"MCP-Protocol-Version": "2099-01-01"}, []byte(`{"jsonrpc":"2.0","id":12,"method":"ping"}`), 400},
+		{"unknown method", "demo", v26("x/y", ""), []byte(`{"jsonrpc":"2.0","id":13,"method":"x/y","params":{` + meta26 + `}}`), 404},
+		{"foreign origin", "demo", map[string]string{"Origin": "https://evil.example"}, call("14", "list_technicians", "{}"), 403},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := "/mcp"
+			if tt.upstream == "synthetic" {
+				path = "/synthetic/mcp"
+			}
+			direct := do(t, "POST", e.proxy+path, tt.hdr, tt.body)
+			viaEnvoy := do(t, "POST", e.drivers[tt.upstream].URL+path, tt.hdr, tt.body)
+			if direct.Status != tt.status {
+				t.Errorf("proxy: status %d, want %d (%.300s)", direct.Status, tt.status, direct.Body)
+			}
+			if direct.Status != viaEnvoy.Status || direct.ContentType != viaEnvoy.ContentType || direct.Body != viaEnvoy.Body {
+				t.Errorf("proxy and ext_proc differ:\nproxy:   %d %q %.400s\next_proc: %d %q %.400s", direct.Status, direct.ContentType, direct.Body, viaEnvoy.Status, viaEnvoy.ContentType, viaEnvoy.Body)
+			}
+			if strings.Contains(direct.Body, "shadow_tool") || strings.Contains(viaEnvoy.Body, "shadow_tool") {
+				t.Error("an undeclared tool was listed")
+			}
+		})
+	}
+	// Every request really crossed the ext_proc stream, by Envoy's rules.
+	for name, d := range e.stats {
+		st := d.Stats()
+		if st.StreamsStarted == 0 || st.SpuriousMessages != 0 || st.MessageTimeouts != 0 || st.StreamsFailed != 0 || st.StreamsClosedByServer != 0 {
+			t.Errorf("%s: driver stats %+v", name, st)
+		}
+	}
+}
+
+// TestSDKClientThroughEnvoy: the official Go SDK client → Envoy (driver) →
+// mcpgate ext_proc → the demo upstream, for both revisions.
+func TestSDKClientThroughEnvoy(t *testing.T) {
+	e := startDifferential(t)
+	for _, version := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(version, func(t *testing.T) {
+			c := sdk.NewClient(&sdk.Implementation{Name: "envoy-e2e", Version: "1"}, nil)
+			cs, err := c.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: e.drivers["demo"].URL + "/mcp"}, &sdk.ClientSessionOptions{ProtocolVersion: version})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			tools, err := cs.ListTools(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(tools.Tools) != 8 {
+				t.Errorf("listed %d tools, want the 8 declared", len(tools.Tools))
+			}
+			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "find_customers", Arguments: map[string]any{"query": "a"}})
+			if err != nil || res.IsError {
+				t.Fatalf("find_customers: %v %+v", err, res)
+			}
+			res, err = cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "cancel_booking", Arguments: map[string]any{"booking_id": "B-1001"}})
+			if err != nil || !res.IsError {
+				t.Fatalf("cancel_booking must be a tool error: %v %+v", err, res)
+			}
+		})
+	}
+}
