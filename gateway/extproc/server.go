@@ -15,6 +15,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -23,6 +24,7 @@ import (
 	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -427,4 +429,17 @@ func fromHeaderMap(hm *corev3.HeaderMap) (mcp.Header, map[string]string) {
 		hdr[k] = append(hdr[k], v)
 	}
 	return hdr, pseudo
+}
+
+// GRPCServerOptions are the grpc-go server options the ext_proc listener
+// needs: messages up to maxMsg bytes (the body limit plus headroom), and a
+// pool of stream workers, so that the goroutines serving streams keep
+// their grown stacks instead of growing a fresh one per HTTP request (OPA's
+// evaluation is deep).
+func GRPCServerOptions(maxMsg int) []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(maxMsg),
+		grpc.MaxSendMsgSize(maxMsg),
+		grpc.NumStreamWorkers(uint32(4 * runtime.GOMAXPROCS(0))),
+	}
 }

@@ -26,14 +26,14 @@ const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","i
 
 // client starts the ext_proc server on a loopback port and returns a real
 // gRPC client, as Envoy would hold.
-func client(t *testing.T) extprocv3.ExternalProcessorClient {
+func client(t testing.TB) extprocv3.ExternalProcessorClient {
 	t.Helper()
 	eng, err := policy.New(context.Background(), policy.Options{Declarations: decls})
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := gateway.New(eng, gateway.Options{Declarations: decls, MaxBodyBytes: 1 << 20, MaxJSONDepth: 32, MaxSSEEventBytes: 1 << 20})
-	srv := grpc.NewServer()
+	srv := grpc.NewServer(extproc.GRPCServerOptions(2 << 20)...)
 	extprocv3.RegisterExternalProcessorServer(srv, extproc.New(extproc.Options{
 		Pipeline:  p,
 		Upstreams: []extproc.Upstream{{Name: "crm", Route: "/crm/mcp"}, {Name: "tickets", Route: "/tickets/mcp"}},
@@ -60,7 +60,7 @@ func headers(kv ...string) *corev3.HeaderMap {
 	return hm
 }
 
-func exchange(t *testing.T, s extprocv3.ExternalProcessor_ProcessClient, req *extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse {
+func exchange(t testing.TB, s extprocv3.ExternalProcessor_ProcessClient, req *extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse {
 	t.Helper()
 	if err := s.Send(req); err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/mcpgate/mcpgate/config"
+	"github.com/mcpgate/mcpgate/gateway/extproc"
 )
 
 // grpcHeadroom is added to the body limit for the largest gRPC message: a
@@ -33,10 +34,7 @@ type grpcServer struct {
 // startGRPC listens on e.Address (host:port or unix:/path) and serves the
 // ext_proc service and grpc.health.v1.Health (overall and per service).
 func startGRPC(e config.ExtProcListener, svc extprocv3.ExternalProcessorServer, maxBody int64, errc chan<- error) (*grpcServer, error) {
-	opts := []grpc.ServerOption{
-		grpc.MaxRecvMsgSize(int(maxBody) + grpcHeadroom),
-		grpc.MaxSendMsgSize(int(maxBody) + grpcHeadroom),
-	}
+	opts := extproc.GRPCServerOptions(int(maxBody) + grpcHeadroom)
 	if e.TLS.CertFile != "" {
 		tc, err := serverTLS(e.TLS)
 		if err != nil {
