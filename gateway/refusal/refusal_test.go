@@ -17,7 +17,7 @@ func TestToolError(t *testing.T) {
 	var r struct {
 		ID     string `json:"id"`
 		Result struct {
-			Content []struct{ Type, Text string }
+			Content           []struct{ Type, Text string }
 			StructuredContent Details `json:"structuredContent"`
 			IsError           bool    `json:"isError"`
 		} `json:"result"`
