@@ -20,3 +20,11 @@ import (
 	_ "google.golang.org/grpc"
 	_ "google.golang.org/grpc/health"
 )
+
+import (
+	_ "github.com/coreos/go-oidc/v3/oidc"
+	_ "github.com/go-jose/go-jose/v4"
+	_ "github.com/redis/go-redis/v9"
+	_ "github.com/zitadel/oidc/v3/pkg/op"
+	_ "go.etcd.io/bbolt"
+)
