@@ -88,8 +88,9 @@ type Upstream struct {
 	// Route is the path on mcpgate's proxy listener that maps to this
 	// upstream (exact match). Default DefaultRoutePath; unique.
 	Route string `yaml:"route"`
-	// Timeout bounds one upstream exchange that is not a stream; "0s" means
-	// none. Default DefaultUpstreamTimeout.
+	// Timeout bounds the wait for the upstream's response headers on the
+	// standalone proxy (502 when it runs out); "0s" means none. Streams
+	// that have started are not cut. Default DefaultUpstreamTimeout.
 	Timeout string `yaml:"timeout"`
 	// Tools are the per-tool declarations, keyed by upstream tool name.
 	Tools map[string]policy.ToolDeclaration `yaml:"tools"`

@@ -74,9 +74,10 @@
 //     proxy listener that maps to this upstream (exact match). Starts with
 //     "/", no ? or #; unique across upstreams, so with more than one
 //     upstream every one but one needs a route.
-//   - upstreams[].timeout (string, duration; default "0s" = none): bounds
-//     one upstream exchange that is not a stream. Streams (SSE) are
-//     long-lived and are not cut by it.
+//   - upstreams[].timeout (string, duration; default "0s" = none): on the
+//     standalone proxy, bounds the wait for the upstream's response headers
+//     (502 when it runs out); a response that has started, such as an SSE
+//     stream, is not cut by it.
 //   - upstreams[].tools (mapping of tool name to declaration; default
 //     none): the per-tool declarations, keyed by the tool's name on the
 //     upstream. A tool that is not declared gets the policy's fail-closed

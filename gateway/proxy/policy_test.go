@@ -177,3 +177,22 @@ func TestSlowBody(t *testing.T) {
 		t.Fatalf("follow-up: %d %s", resp.StatusCode, body)
 	}
 }
+
+// TestUpstreamTimeout: an upstream that does not answer within
+// upstreams[].timeout gets the client a 502 with a JSON-RPC error for its id.
+func TestUpstreamTimeout(t *testing.T) {
+	hang := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(1 * time.Second):
+		}
+	})
+	e := startWith(t, hang, nil, func(c *config.Config) { c.Upstreams[0].Timeout = "200ms" })
+	resp, body := post(t, e.url, h2026("tools/call", "list_technicians"), callBody("42", "list_technicians", "{}"))
+	if resp.StatusCode != 502 {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	if id, code, _ := rpcError(t, body); string(id) != "42" || code != -32603 {
+		t.Errorf("id %s code %d", id, code)
+	}
+}

@@ -25,6 +25,10 @@ type Route struct {
 	Path     string   // exact request path, e.g. "/mcp"
 	Upstream string   // upstream name (policy input, metrics label)
 	URL      *url.URL // upstream MCP endpoint
+	// Timeout bounds the wait for the upstream's response headers (502
+	// when it runs out); a response that has started, e.g. an SSE stream,
+	// is not cut. 0 means no bound.
+	Timeout time.Duration
 }
 
 // Options configure a Proxy.
@@ -83,9 +87,15 @@ func New(o Options) *Proxy {
 	}
 	for _, r := range o.Routes {
 		rt := &route{Route: r}
+		rtr := tr
+		if t, ok := tr.(*http.Transport); ok && r.Timeout > 0 {
+			t = t.Clone()
+			t.ResponseHeaderTimeout = r.Timeout
+			rtr = t
+		}
 		rt.rp = &httputil.ReverseProxy{
 			Rewrite:        p.rewrite(r.URL),
-			Transport:      tr,
+			Transport:      rtr,
 			ModifyResponse: p.modifyResponse,
 			ErrorHandler:   p.errorHandler,
 			ErrorLog:       slog.NewLogLogger(p.log.Handler(), slog.LevelWarn),

@@ -91,7 +91,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 		if err != nil {
 			return nil, fmt.Errorf("upstream %q: %w", u.Name, err)
 		}
-		routes = append(routes, proxy.Route{Path: u.Route, Upstream: u.Name, URL: target})
+		routes = append(routes, proxy.Route{Path: u.Route, Upstream: u.Name, URL: target, Timeout: u.TimeoutDuration()})
 	}
 	if !cfg.Listeners.Proxy.Disabled {
 		h := proxy.New(proxy.Options{
