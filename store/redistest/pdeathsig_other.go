@@ -1,0 +1,7 @@
+//go:build !linux
+
+package redistest
+
+import "syscall"
+
+func setParentDeathSignal(*syscall.SysProcAttr) {}
