@@ -2,6 +2,7 @@ package config
 
 import (
 	"github.com/mcpgate/mcpgate/policy"
+	"net"
 )
 
 // Defaults. Durations are Go duration strings in the YAML ("5s").
@@ -29,6 +30,9 @@ type Config struct {
 	Limits    Limits     `yaml:"limits"`
 	Transport Transport  `yaml:"transport"`
 	Log       Log        `yaml:"log"`
+	// Auth turns on authentication (OAuth 2.1 resource server); nil (no
+	// auth section) runs without it: every caller is anonymous.
+	Auth *Auth `yaml:"auth" json:",omitempty"`
 }
 
 // Listeners are the addresses mcpgate listens on.
@@ -67,6 +71,23 @@ type TLS struct {
 	CertFile     string `yaml:"cert_file"`
 	KeyFile      string `yaml:"key_file"`
 	ClientCAFile string `yaml:"client_ca_file"`
+}
+
+// ProxyAllowedHosts returns the Host allowlist of the proxy listener:
+// AllowedHosts, or the loopback names when the listener is on a loopback
+// address and none are configured.
+func (c *Config) ProxyAllowedHosts() []string {
+	if len(c.Transport.AllowedHosts) > 0 {
+		return c.Transport.AllowedHosts
+	}
+	host, _, err := net.SplitHostPort(c.Listeners.Proxy.Address)
+	if err != nil {
+		return nil
+	}
+	if ip := net.ParseIP(host); host == "localhost" || (ip != nil && ip.IsLoopback()) {
+		return []string{"localhost", "127.0.0.1", "::1"}
+	}
+	return nil
 }
 
 // Enabled reports whether the ext_proc listener is on.
@@ -130,6 +151,11 @@ type Transport struct {
 	// (http or https on localhost, 127.0.0.1, [::1], any port); a
 	// non-empty list replaces that default.
 	AllowedOrigins []string `yaml:"allowed_origins"`
+	// AllowedHosts are the Host names (without port) the standalone proxy
+	// answers; another Host gets 403 (DNS rebinding protection). Default:
+	// when the proxy listens on a loopback address, only localhost,
+	// 127.0.0.1 and ::1; otherwise any host.
+	AllowedHosts []string `yaml:"allowed_hosts"`
 }
 
 // Log configures log/slog output.

@@ -60,6 +60,9 @@ func (c *Config) ApplyDefaults() {
 	if c.Log.Level == "" {
 		c.Log.Level = DefaultLogLevel
 	}
+	if c.Auth != nil {
+		c.Auth.applyDefaults()
+	}
 }
 
 // Default returns the built-in configuration of the one-line mode

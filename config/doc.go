@@ -134,12 +134,61 @@
 //     Origin gets 403; a request without Origin is accepted. When empty,
 //     http(s) origins on localhost, 127.0.0.1 and [::1] (any port) are
 //     accepted; a non-empty list replaces that. "*" and "null" are refused.
+//   - transport.allowed_hosts (list of strings; default: loopback names
+//     when the proxy listens on loopback, else any): Host names the
+//     standalone proxy answers; another Host gets 403 (DNS rebinding).
 //
 // log (mapping): log/slog output (to standard error).
 //
 //   - log.format (string; default "text"): "text" or "json".
 //   - log.level (string; default "info"): "debug", "info", "warn" or
 //     "error".
+//
+// auth (mapping; default none = no authentication, every caller
+// anonymous, logged as a warning at start): every MCP route becomes an
+// OAuth 2.1 protected resource. A route's resource URI (RFC 8707, the
+// audience its tokens must carry) is auth.resource_base_url followed by the
+// route's path; its protected resource metadata (RFC 9728) is served at
+// /.well-known/oauth-protected-resource<route>, the first route's also at
+// /.well-known/oauth-protected-resource. Routes may not lie under that path.
+//
+//   - auth.resource_base_url (string, URL; required): the gateway's public
+//     origin, scheme://host[:port] without path, query or fragment; https
+//     except on loopback hosts. Never derived from a request's Host.
+//   - auth.scopes_supported (list of strings; default none = per route, the
+//     rights its tools declare): scopes_supported of the metadata; RFC 6749
+//     scope tokens, unique.
+//   - auth.issuers (list; required, at least one): trusted authorization
+//     servers, checked by auth.ValidateIssuers; each issuer once.
+//   - auth.issuers[].issuer (string, URL; required): the issuer identifier
+//     (discovery at <issuer>/.well-known/openid-configuration, the tokens'
+//     iss); https except on loopback hosts.
+//   - auth.issuers[].audiences (list of resource URIs; default none = every
+//     route): the routes the issuer may issue tokens for, each the canonical
+//     resource URI of a configured route.
+//   - auth.issuers[].algorithms (list of strings; default RS256, ES256,
+//     PS256, EdDSA): JWS alg allowlist, asymmetric algorithms only.
+//   - auth.issuers[].types (list of strings; default at+jwt,
+//     application/at+jwt): JOSE typ allowlist; "" admits tokens without typ.
+//   - auth.issuers[].clock_skew (duration; default "30s"): tolerance for
+//     exp, nbf and iat; greater than 0.
+//   - auth.issuers[].min_jwks_refresh (duration; default "30s"): least time
+//     between two JWKS fetches; greater than 0.
+//   - auth.issuers[].tenant_claim (string; default none): the tenant claim.
+//   - auth.issuers[].subject_claim (string; default "sub"): the subject
+//     claim, required in every token.
+//   - auth.issuers[].scope_claim (string; default "scope", else "scp"): the
+//     scope claim (a space-separated string or an array of strings).
+//   - auth.issuers[].client_id_claim (string; default "client_id", else
+//     "azp"): the claim naming the OAuth client.
+//   - auth.issuers[].introspection (mapping; default none): verify opaque
+//     tokens with RFC 7662 at this issuer; at most one issuer.
+//   - auth.issuers[].introspection.endpoint (string, URL; default the
+//     discovery document's introspection_endpoint).
+//   - auth.issuers[].introspection.client_id,
+//     auth.issuers[].introspection.client_secret (strings; both required):
+//     the gateway's client credentials (client_secret_basic); the secret is
+//     never logged.
 //
 // # Example
 //

@@ -39,6 +39,7 @@ func (c *Config) validate() problems {
 	c.validateLimits(&p)
 	c.validateTransport(&p)
 	c.validateLog(&p)
+	c.validateAuth(&p)
 	return p
 }
 

@@ -186,3 +186,28 @@ func TestHiddenToolSameRuleBothPhases(t *testing.T) {
 		t.Errorf("unchanged list re-encoded: %s %v %v", out, changed, err)
 	}
 }
+
+func TestOriginAndContentTypeDetails(t *testing.T) {
+	p := newPipeline(t)
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	for _, tt := range []struct {
+		name   string
+		hdr    mcp.Header
+		status int // 0: forwarded
+	}{
+		{"loopback origin with port", mcp.Header{"content-type": {"application/json"}, "origin": {"http://localhost:6274"}}, 0},
+		{"loopback origin with a bad port", mcp.Header{"content-type": {"application/json"}, "origin": {"http://localhost:abc/xyz"}}, 403},
+		{"loopback origin with a path", mcp.Header{"content-type": {"application/json"}, "origin": {"http://127.0.0.1/x"}}, 403},
+		{"charset utf-8", mcp.Header{"content-type": {"application/json; charset=UTF-8"}}, 0},
+		{"charset latin-1", mcp.Header{"content-type": {"application/json; charset=latin-1"}}, 415},
+	} {
+		_, v := p.HandleRequest(context.Background(), &gateway.Request{Transport: gateway.TransportProxy, Method: "POST", Path: "/mcp", Upstream: "demo", Header: tt.hdr, Body: body})
+		got := 0
+		if v.Local != nil {
+			got = v.Local.Status
+		}
+		if got != tt.status {
+			t.Errorf("%s: status %d, want %d", tt.name, got, tt.status)
+		}
+	}
+}

@@ -42,7 +42,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricRequests,
-			Help: "MCP HTTP requests handled, by transport, MCP method and outcome (allow, deny, invalid, error, local).",
+			Help: "MCP HTTP requests handled, by transport, MCP method and outcome (allow, deny, invalid, error, local, unauthenticated).",
 		}, []string{"transport", "mcp_method", "decision"}),
 		requestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    MetricRequestDuration,
@@ -85,6 +85,12 @@ func (m *Metrics) observePolicy(d time.Duration) {
 		return
 	}
 	m.policyDuration.Observe(d.Seconds())
+}
+
+// ObserveRefused counts a request an adapter refused before the pipeline
+// could run (a Host not allowed, 413 or 408 while reading the body).
+func (m *Metrics) ObserveRefused(transport string, d time.Duration) {
+	m.observeRequest(transport, LabelNone, OutcomeInvalid, d)
 }
 
 // ObserveUpstream records the time to the upstream's response headers.

@@ -10,7 +10,7 @@ package gateway
 import (
 	"context"
 	"log/slog"
-	"mime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -33,6 +33,48 @@ type Decider interface {
 
 var _ Decider = (*policy.Engine)(nil)
 
+// Authenticator verifies the credential of a request (ARCHITECTURE.md, the
+// pipeline's step 2). The pipeline calls it after the transport gate and
+// the header checks, before the policy; internal/authn implements it with
+// the auth package. A nil Authenticator in Options means the gateway runs
+// without authentication: every caller is anonymous.
+type Authenticator interface {
+	// Authenticate returns the verified principal of r, or why r is
+	// refused (401 no or invalid credential, 503 the credential cannot be
+	// checked now).
+	Authenticate(ctx context.Context, r *Request) (*policy.Principal, *AuthFailure)
+	// InsufficientScope returns the 403 challenge for a request of r's
+	// route whose token lacks scopes: the challenge names scopes, the
+	// scopes the request needs (RFC 6750 section 3.1).
+	InsufficientScope(r *Request, scopes []string) *AuthFailure
+}
+
+// AuthFailure is an authentication refusal: the HTTP status, the
+// WWW-Authenticate challenge and a text safe to show the client.
+type AuthFailure struct {
+	// Status is 401 (no or invalid credential), 403 (insufficient scope)
+	// or 503 (the credential cannot be checked now; fail closed).
+	Status int
+	// WWWAuthenticate is the value of the WWW-Authenticate header; ""
+	// sends none.
+	WWWAuthenticate string
+	// Code is a stable snake_case code: one of the Auth* constants.
+	Code string
+	// Message says what is wrong; Fix what to do. Both are safe to show a
+	// client and carry no token material.
+	Message string
+	Fix     string
+}
+
+// AuthFailure codes (details error.code of the JSON-RPC error body).
+const (
+	AuthMissingToken      = "missing_token"      // 401: no bearer token
+	AuthInvalidToken      = "invalid_token"      // 401: the token was refused
+	AuthInvalidRequest    = "invalid_request"    // 401: a token outside the Authorization header
+	AuthInsufficientScope = "insufficient_scope" // 403: the token's scopes do not cover the call
+	AuthUnavailable       = "auth_unavailable"   // 503: the token cannot be verified now
+)
+
 // Options configure a Pipeline. Zero limits take the config package's
 // defaults through the caller; the pipeline itself does not default them.
 type Options struct {
@@ -47,8 +89,16 @@ type Options struct {
 	// AllowedOrigins are the accepted Origin values (exact match, case
 	// folded); loopback origins are accepted when the list is empty.
 	AllowedOrigins []string
-	Logger         *slog.Logger
-	Metrics        *Metrics
+	// Authenticator verifies credentials; nil runs without
+	// authentication (every caller anonymous, client headers forwarded
+	// as they are).
+	Authenticator Authenticator
+	// ResourceMetadata are the OAuth Protected Resource Metadata
+	// documents (RFC 9728) the pipeline serves itself, unauthenticated,
+	// to GET: request path → JSON document. Set with an Authenticator.
+	ResourceMetadata map[string][]byte
+	Logger           *slog.Logger
+	Metrics          *Metrics
 }
 
 // Pipeline runs the gates of ARCHITECTURE.md on each message.
@@ -83,7 +133,8 @@ type Request struct {
 	Transport string     // TransportProxy or TransportExtProc
 	Method    string     // HTTP method, upper case
 	Path      string     // request path without query
-	Upstream  string     // configured upstream the route maps to
+	RawQuery  string     // query string without "?" ("" when none)
+	Upstream  string     // configured upstream the route maps to ("" for a path the pipeline answers itself)
 	Header    mcp.Header // request header fields, lower-case keys
 	Body      []byte     // the whole request body (nil for GET)
 }
@@ -114,7 +165,10 @@ const (
 	OutcomeDeny    = "deny"    // refused by policy
 	OutcomeInvalid = "invalid" // refused by a protocol or transport gate
 	OutcomeError   = "error"   // policy evaluation failed (refused, fail closed)
-	OutcomeLocal   = "local"   // answered by mcpgate itself (CORS preflight)
+	OutcomeLocal   = "local"   // answered by mcpgate itself (CORS preflight, resource metadata)
+	// OutcomeUnauthenticated: refused by authentication (401, or 503
+	// when the credential cannot be checked).
+	OutcomeUnauthenticated = "unauthenticated"
 )
 
 // Exchange carries one request's state to its response phase.
@@ -151,9 +205,18 @@ func local(status int, body []byte) *Local {
 	return l
 }
 
-// HandleRequest runs the request-side gates in order: HTTP method, Origin,
+// AnswersPath reports whether the pipeline answers requests to path
+// itself (the protected resource metadata documents), so that an adapter
+// hands them over although no upstream is routed there.
+func (p *Pipeline) AnswersPath(path string) bool {
+	_, ok := p.opts.ResourceMetadata[path]
+	return ok
+}
+
+// HandleRequest runs the request-side gates in order: Origin, HTTP method,
 // CORS preflight, Content-Type, content encoding, body size, strict JSON and
-// JSON-RPC shape, known method, MCP headers, then the policy decision.
+// JSON-RPC shape, known method, MCP headers, authentication (when an
+// Authenticator is set), then the policy decision.
 func (p *Pipeline) HandleRequest(ctx context.Context, r *Request) (*Exchange, Verdict) {
 	x := &Exchange{p: p, req: r, start: time.Now(), label: LabelNone}
 	v := p.handle(ctx, x)
@@ -179,9 +242,16 @@ func (p *Pipeline) HandleRequest(ctx context.Context, r *Request) (*Exchange, Ve
 
 func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 	r := x.req
+	if l := p.headerFaults(r); l != nil {
+		x.outcome = OutcomeInvalid
+		return Verdict{Local: l}
+	}
 	if origin := r.Header.Get("origin"); origin != "" && !p.originAllowed(origin) {
 		x.outcome = OutcomeInvalid
 		return Verdict{Local: local(403, mcp.ErrorResponse(nil, &mcp.Error{Code: mcp.CodeInvalidRequest, Message: "Origin " + quote(origin) + " is not allowed"}))}
+	}
+	if doc, ok := p.opts.ResourceMetadata[r.Path]; ok {
+		return resourceMetadata(x, doc)
 	}
 	switch r.Method {
 	case "POST":
@@ -191,7 +261,16 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 	case "GET", "DELETE":
 		// Older revisions' server-to-client stream (GET) and session end
 		// (DELETE) carry no JSON-RPC message; the upstream applies its
-		// own session rules. Revision 2026-07-28 servers answer 405.
+		// own session rules. Revision 2026-07-28 servers answer 405. A
+		// body, or headers naming a message, would reach the upstream
+		// unchecked: refused.
+		if len(r.Body) > 0 || r.Header.Has(mcp.HeaderMethod) || r.Header.Has(mcp.HeaderName) {
+			x.outcome = OutcomeInvalid
+			return Verdict{Local: local(400, mcp.ErrorResponse(jsonNull, &mcp.Error{Code: mcp.CodeInvalidRequest, Message: r.Method + " carries no JSON-RPC message: no body, Mcp-Method or Mcp-Name"}))}
+		}
+		if l := p.authenticate(ctx, x); l != nil {
+			return Verdict{Local: l}
+		}
 		x.outcome = OutcomeAllow
 		return p.forwardVerdict(x, nil, false)
 	default:
@@ -241,13 +320,16 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 		return Verdict{Local: local(herr.Status, mcp.ErrorResponse(idOrNull(msg.ID), herr))}
 	}
 	x.version = mcp.EffectiveVersion(r.Header, msg)
+	if msg.Kind == mcp.KindResponse && x.version >= mcp.Version20260728 {
+		// Revision 2026-07-28 has no server-to-client requests a client
+		// could answer on this endpoint.
+		x.outcome = OutcomeInvalid
+		return Verdict{Local: local(400, mcp.ErrorResponse(idOrNull(msg.ID), &mcp.Error{Code: mcp.CodeInvalidRequest, Message: "clients do not send JSON-RPC responses in protocol revision " + x.version}))}
+	}
+	if l := p.authenticate(ctx, x); l != nil {
+		return Verdict{Local: l}
+	}
 	if msg.Kind == mcp.KindResponse {
-		if x.version >= mcp.Version20260728 {
-			// Revision 2026-07-28 has no server-to-client requests a
-			// client could answer on this endpoint.
-			x.outcome = OutcomeInvalid
-			return Verdict{Local: local(400, mcp.ErrorResponse(idOrNull(msg.ID), &mcp.Error{Code: mcp.CodeInvalidRequest, Message: "clients do not send JSON-RPC responses in protocol revision " + x.version}))}
-		}
 		// A client's answer to a server request (older revisions) decides
 		// nothing; it is relayed to the upstream that asked.
 		x.outcome = OutcomeAllow
@@ -258,6 +340,10 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 	if !d.Allow {
 		if x.outcome == "" {
 			x.outcome = OutcomeDeny
+		}
+		p.logRefusal(ctx, x, d)
+		if l := p.scopeChallenge(x, d); l != nil {
+			return Verdict{Local: l}
 		}
 		switch {
 		case msg.Kind == mcp.KindNotification:
@@ -282,6 +368,102 @@ func idOrNull(id []byte) []byte {
 	return id
 }
 
+// authenticate runs the Authenticator, if any, and keeps the principal
+// for the policy input. It returns the answer of a refused request.
+func (p *Pipeline) authenticate(ctx context.Context, x *Exchange) *Local {
+	a := p.opts.Authenticator
+	if a == nil {
+		return nil
+	}
+	pr, f := a.Authenticate(ctx, x.req)
+	if f == nil && pr == nil {
+		f = &AuthFailure{Status: 401, Code: AuthInvalidToken, Message: "The credential could not be verified."}
+	}
+	if f != nil {
+		x.outcome = OutcomeUnauthenticated
+		return authLocal(f, x.msg, []policy.Reason{{Code: f.Code, Cause: f.Message, Fix: f.Fix}}, "")
+	}
+	x.input.Principal = *pr
+	return nil
+}
+
+// scopeChallenge returns the 403 insufficient_scope answer when the policy
+// refused a request only because the OAuth token's scopes lack rights
+// (every reason is insufficient_scope): the client can fix that by asking
+// for a token with more scopes, which a tool error would not tell it. The
+// challenge names every right the request needs (for tools/call, the
+// tool's declared rights), the body's details the missing ones.
+func (p *Pipeline) scopeChallenge(x *Exchange, d *policy.Decision) *Local {
+	a := p.opts.Authenticator
+	if a == nil || x.input.Principal.CredentialKind != policy.CredentialOAuth || len(d.Reasons) == 0 {
+		return nil
+	}
+	var needed []string
+	if x.input.Tool != nil {
+		needed = append(needed, x.input.Tool.Rights...)
+	}
+	for _, r := range d.Reasons {
+		if r.Code != policy.CodeInsufficientScope {
+			return nil
+		}
+		for _, right := range r.Rights {
+			if !slices.Contains(needed, right) {
+				needed = append(needed, right)
+			}
+		}
+	}
+	f := a.InsufficientScope(x.req, needed)
+	if f == nil {
+		return nil
+	}
+	return authLocal(f, x.msg, d.Reasons, d.ID)
+}
+
+// authLocal is the answer to a request refused by authentication: the
+// status and challenge of f, and a JSON-RPC error (refusal.AuthError) for
+// the request's id; a notification gets no body.
+func authLocal(f *AuthFailure, msg *mcp.Message, reasons []policy.Reason, decisionID string) *Local {
+	var l *Local
+	switch {
+	case msg != nil && msg.Kind == mcp.KindNotification:
+		l = local(f.Status, nil)
+	case msg != nil && msg.Kind == mcp.KindRequest:
+		l = local(f.Status, refusal.AuthError(msg.ID, reasons, decisionID))
+	default: // no message (GET, DELETE) or a client's response
+		l = local(f.Status, refusal.AuthError(jsonNull, reasons, decisionID))
+	}
+	if f.WWWAuthenticate != "" {
+		if l.Header == nil {
+			l.Header = mcp.Header{}
+		}
+		l.Header.Set("www-authenticate", f.WWWAuthenticate)
+	}
+	return l
+}
+
+// resourceMetadata answers a request for a protected resource metadata
+// document (RFC 9728): GET gets it, OPTIONS is a CORS preflight, anything
+// else 405. It needs no credential.
+func resourceMetadata(x *Exchange, doc []byte) Verdict {
+	switch x.req.Method {
+	case "GET":
+		x.outcome = OutcomeLocal
+		l := local(200, doc)
+		l.Header.Set("cache-control", "max-age=300")
+		return Verdict{Local: l}
+	case "OPTIONS":
+		x.outcome = OutcomeLocal
+		return Verdict{Local: preflight(x.req.Header)}
+	}
+	x.outcome = OutcomeInvalid
+	return Verdict{Local: &Local{Status: 405, Header: mcp.Header{"allow": {"GET, OPTIONS"}}}}
+}
+
+// credentialHeaders are removed from every forwarded request when
+// authentication is on: the upstream never sees the client's token or
+// cookies (ARCHITECTURE.md, "Forward").
+var credentialHeaders = []string{"authorization", "cookie"}
+
 // forwardVerdict lets the request go upstream. The upstream is asked for an
 // identity-encoded response so the pipeline never inspects compressed bytes.
 func (p *Pipeline) forwardVerdict(x *Exchange, body []byte, changed bool) Verdict {
@@ -298,6 +480,9 @@ func (p *Pipeline) forwardVerdict(x *Exchange, body []byte, changed bool) Verdic
 	if changed {
 		v.Body, v.BodyChanged = body, true
 		v.RemoveHeader = []string{"content-encoding"}
+	}
+	if p.opts.Authenticator != nil {
+		v.RemoveHeader = append(v.RemoveHeader, credentialHeaders...)
 	}
 	return v
 }
@@ -352,20 +537,6 @@ func (p *Pipeline) originAllowed(origin string) bool {
 	return isLoopbackOrigin(o)
 }
 
-func isLoopbackOrigin(o string) bool {
-	for _, prefix := range []string{"http://localhost", "http://127.0.0.1", "http://[::1]", "https://localhost", "https://127.0.0.1", "https://[::1]"} {
-		if rest, ok := strings.CutPrefix(o, prefix); ok && (rest == "" || rest[0] == ':') {
-			return true
-		}
-	}
-	return false
-}
-
-func isJSON(contentType string) bool {
-	mt, _, err := mime.ParseMediaType(contentType)
-	return err == nil && mt == "application/json"
-}
-
 func quote(s string) string {
 	const max = 80
 	if len(s) > max {
@@ -382,4 +553,17 @@ func (x *Exchange) Finish() {
 	}
 	x.p.m.observeRequest(x.req.Transport, x.label, x.outcome, time.Since(x.start))
 	x.start = time.Time{}
+}
+
+// logRefusal writes one line per policy refusal with the decision id, so a
+// refusal a client reports can be found (never arguments or tokens).
+func (p *Pipeline) logRefusal(ctx context.Context, x *Exchange, d *policy.Decision) {
+	code := ""
+	if len(d.Reasons) > 0 {
+		code = d.Reasons[0].Code
+	}
+	p.log.LogAttrs(ctx, slog.LevelInfo, "request refused by policy",
+		slog.String("decision_id", d.ID), slog.String("reason", code),
+		slog.String("mcp_method", x.label), slog.String("upstream", x.req.Upstream),
+		slog.String("transport", x.req.Transport))
 }

@@ -55,9 +55,12 @@ const UpstreamFailure = "The upstream MCP server could not be reached or answere
 // ResponseHeaders decides how the upstream's response is relayed. Only
 // results the policy shapes are inspected; everything else passes through.
 func (x *Exchange) ResponseHeaders(status int, h mcp.Header) (ResponseMode, error) {
-	if x.listKind == "" || status != 200 {
+	if x.listKind == "" {
 		return PassThrough, nil
 	}
+	// Whatever the status, a body a client would decode as JSON-RPC is
+	// inspected: an upstream must not get an unfiltered list through by
+	// answering 500 or 201.
 	if enc := strings.ToLower(h.Get("content-encoding")); enc != "" && enc != "identity" {
 		return PassThrough, ErrUpstreamResponse
 	}
@@ -68,7 +71,10 @@ func (x *Exchange) ResponseHeaders(status int, h mcp.Header) (ResponseMode, erro
 	case "text/event-stream":
 		return StreamSSE, nil
 	}
-	return PassThrough, ErrUpstreamResponse
+	if status == 200 {
+		return PassThrough, ErrUpstreamResponse
+	}
+	return PassThrough, nil // an error page no MCP client parses as a result
 }
 
 // ResponseBody shapes a buffered application/json response. It returns the
@@ -92,11 +98,15 @@ func (x *Exchange) shape(ctx context.Context, body []byte) ([]byte, error) {
 	if perr != nil {
 		return nil, errors.Join(ErrUpstreamResponse, perr)
 	}
-	if msg.Kind != mcp.KindResponse || !bytes.Equal(msg.ID, x.msg.ID) || msg.Result == nil {
-		// A server request or notification inside the stream, another
-		// answer, or a JSON-RPC error: nothing to shape; relayed as is.
+	if msg.Kind != mcp.KindResponse || msg.Result == nil {
+		// A server request or notification inside the stream, or a
+		// JSON-RPC error: nothing to shape; relayed as is.
 		return nil, nil
 	}
+	// Every result in this exchange is treated as the answer to the list
+	// request, whatever its id: upstreams rewrite ids (1.0 → 1, big
+	// integers rounded), and a byte comparison would let a list through
+	// unfiltered. The id is relayed as the upstream wrote it.
 	result, err := x.filterList(ctx, msg.Result)
 	if err != nil || result == nil {
 		return nil, err

@@ -15,8 +15,16 @@ const (
 	// CodeToolHidden: tools/call names a declared tool marked hidden.
 	CodeToolHidden = "tool_hidden"
 	// CodeMissingRights: an authenticated principal lacks a right the tool
-	// declares.
+	// declares, and re-authorising cannot fix it (not an OAuth token's
+	// scopes). The reason's rights list the missing ones. A tools/call gets
+	// a tool error.
 	CodeMissingRights = "missing_rights"
+	// CodeInsufficientScope: the OAuth token's scopes lack a right the tool
+	// declares; the reason's rights list the missing ones. The client can
+	// ask its authorization server for more, so mcpgate answers HTTP 403
+	// with WWW-Authenticate: Bearer error="insufficient_scope" and the
+	// scopes the tool needs (RFC 6750 section 3.1), not a tool error.
+	CodeInsufficientScope = "insufficient_scope"
 	// CodeInvalidToolDeclaration: the tool is declared with an effect class
 	// the policy does not know.
 	CodeInvalidToolDeclaration = "invalid_tool_declaration"

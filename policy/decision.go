@@ -117,6 +117,22 @@ func readReason(t *ast.Term, r *Reason) error {
 	if r.NextTool, err = getString(obj, kNextTool, "next_tool", false); err != nil {
 		return err
 	}
+	if v := obj.Get(kRights); v != nil {
+		rights, err := elems(v, "rights")
+		if err != nil {
+			return err
+		}
+		if len(rights) > 0 {
+			r.Rights = make([]string, len(rights))
+		}
+		for i, t := range rights {
+			s, ok := t.Value.(ast.String)
+			if !ok {
+				return fmt.Errorf("%w: rights[%d] is %s, want string", ErrInvalidDecision, i, ast.ValueName(t.Value))
+			}
+			r.Rights[i] = string(s)
+		}
+	}
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -106,7 +107,7 @@ func TestDefaultPolicyReasonText(t *testing.T) {
 		Fix:      "Call tools/list to see the tools you can use.",
 		NextTool: "tools/list",
 	}
-	if d.Allow || len(d.Reasons) != 1 || d.Reasons[0] != want {
+	if d.Allow || len(d.Reasons) != 1 || !reflect.DeepEqual(d.Reasons[0], want) {
 		t.Errorf("got %+v, want one reason %+v", d, want)
 	}
 	d, err = e.Decide(context.Background(), callInput("send_email", Principal{Authenticated: true, Rights: []string{"crm.read"}}))
@@ -115,6 +116,17 @@ func TestDefaultPolicyReasonText(t *testing.T) {
 	}
 	if got, want := d.Reasons[0].Cause, `Tool "send_email" needs the rights "crm.write", "mail.send", which you do not hold.`; got != want {
 		t.Errorf("cause %q, want %q", got, want)
+	}
+	if got := d.Reasons[0].Rights; !reflect.DeepEqual(got, []string{"crm.write", "mail.send"}) {
+		t.Errorf("rights %q", got)
+	}
+	// An OAuth token's scopes: insufficient_scope, the missing scopes listed.
+	d, err = e.Decide(context.Background(), callInput("send_email", oauthToken("crm.read", "mail.send")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Allow || len(d.Reasons) != 1 || d.Reasons[0].Code != CodeInsufficientScope || !reflect.DeepEqual(d.Reasons[0].Rights, []string{"crm.write"}) {
+		t.Errorf("oauth token lacking crm.write: %+v", d)
 	}
 }
 
@@ -238,6 +250,8 @@ func TestInvalidDecision(t *testing.T) {
 		{name: "effect not string", decision: `{"allow": true, "effect": 3}`, want: "effect is number"},
 		{name: "visible not array", decision: `{"allow": true, "visible": {"a": true}}`, want: "visible is object"},
 		{name: "visible element", decision: `{"allow": true, "visible": ["a", 2]}`, want: "visible[1] is number"},
+		{name: "rights not array", decision: `{"allow": false, "reasons": [{"code": "x", "cause": "c", "rights": "a"}]}`, want: "rights is string, want array"},
+		{name: "rights element", decision: `{"allow": false, "reasons": [{"code": "x", "cause": "c", "rights": ["a", 1]}]}`, want: "rights[1] is number"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -263,6 +277,8 @@ func TestDecisionShapes(t *testing.T) {
 		{name: "minimal", decision: `{"allow": true}`, want: Decision{Allow: true}},
 		{name: "reasons as a set, read sorted", decision: `{"allow": false, "reasons": {{"code": "b", "cause": "B"}, {"code": "a", "cause": "A", "fix": "F", "next_tool": "tools/list"}}}`,
 			want: Decision{Reasons: []Reason{{Code: "a", Cause: "A", Fix: "F", NextTool: "tools/list"}, {Code: "b", Cause: "B"}}}},
+		{name: "reason rights, a set read sorted", decision: `{"allow": false, "reasons": [{"code": "insufficient_scope", "cause": "C", "rights": {"b", "a"}}]}`,
+			want: Decision{Reasons: []Reason{{Code: "insufficient_scope", Cause: "C", Rights: []string{"a", "b"}}}}},
 		{name: "visible as a set", decision: `{"allow": true, "visible": {"b", "a"}}`, want: Decision{Allow: true, Visible: []string{"a", "b"}}},
 		{name: "empty visible", decision: `{"allow": true, "visible": []}`, want: Decision{Allow: true, Visible: []string{}}},
 		{name: "unknown fields ignored", decision: `{"allow": true, "effect": "wake", "rate_bucket": "x"}`, want: Decision{Allow: true, Effect: EffectWake}},

@@ -34,6 +34,12 @@ var (
 	alice     = Principal{Authenticated: true, Tenant: "acme", Subject: "alice", Rights: []string{"crm.read", "crm.write"}}
 )
 
+// oauthToken is the principal of an OAuth access token with the scopes.
+func oauthToken(scopes ...string) Principal {
+	return Principal{Authenticated: true, Tenant: "acme", Subject: "svc-1", Rights: scopes, CredentialKind: CredentialOAuth,
+		Issuer: "https://idp.example.com", ClientID: "agent", Connection: "oauth_0123456789abcdef0123456789abcdef"}
+}
+
 func transport() Transport {
 	return Transport{Kind: "proxy", HTTPMethod: "POST", Path: "/mcp", Upstream: "crm", ProtocolVersion: "2026-07-28"}
 }

@@ -42,6 +42,10 @@ var (
 	kAuthenticated   = ast.StringTerm("authenticated")
 	kTenant          = ast.StringTerm("tenant")
 	kSubject         = ast.StringTerm("subject")
+	kCredentialKind  = ast.StringTerm("credential_kind")
+	kIssuer          = ast.StringTerm("issuer")
+	kClientID        = ast.StringTerm("client_id")
+	kConnection      = ast.StringTerm("connection")
 )
 
 // vocabulary holds ready terms for the strings that recur in inputs:
@@ -60,6 +64,7 @@ var vocabulary = func() map[string]*ast.Term {
 		"notifications/initialized", "notifications/cancelled", "notifications/progress",
 		"notifications/roots/list_changed", "notifications/tasks/status",
 	}
+	words = append(words, CredentialOAuth)
 	words = append(words, Effects...)
 	m := make(map[string]*ast.Term, len(words))
 	for _, w := range words {
@@ -118,8 +123,9 @@ func inputValue(in *Input, c *termCaches) (ast.Value, error) {
 		items = append(items, [2]*ast.Term{kItems, ast.ArrayTerm(terms...)})
 	}
 	p := anonymousTerm
-	if in.Principal.Authenticated || in.Principal.Tenant != "" || in.Principal.Subject != "" || len(in.Principal.Rights) > 0 {
-		p = ast.NewTerm(principalValue(&in.Principal))
+	if pr := &in.Principal; pr.Authenticated || pr.Tenant != "" || pr.Subject != "" || len(pr.Rights) > 0 ||
+		pr.CredentialKind != "" || pr.Issuer != "" || pr.ClientID != "" || pr.Connection != "" {
+		p = ast.NewTerm(principalValue(pr))
 	}
 	items = append(items, [2]*ast.Term{kPrincipal, p})
 	return ast.NewObject(items...), nil
@@ -192,13 +198,15 @@ func toolValue(t *Tool) *ast.Term {
 }
 
 func principalValue(p *Principal) ast.Object {
-	kv := make([][2]*ast.Term, 1, 4)
+	kv := make([][2]*ast.Term, 1, 8)
 	kv[0] = [2]*ast.Term{kAuthenticated, ast.InternedTerm(p.Authenticated)}
-	if p.Tenant != "" {
-		kv = append(kv, [2]*ast.Term{kTenant, ast.StringTerm(p.Tenant)})
-	}
-	if p.Subject != "" {
-		kv = append(kv, [2]*ast.Term{kSubject, ast.StringTerm(p.Subject)})
+	for _, f := range [...]struct {
+		k *ast.Term
+		v string
+	}{{kTenant, p.Tenant}, {kSubject, p.Subject}, {kCredentialKind, p.CredentialKind}, {kIssuer, p.Issuer}, {kClientID, p.ClientID}, {kConnection, p.Connection}} {
+		if f.v != "" {
+			kv = append(kv, [2]*ast.Term{f.k, str(f.v)})
+		}
 	}
 	if len(p.Rights) > 0 {
 		kv = append(kv, [2]*ast.Term{kRights, stringsTerm(p.Rights)})

@@ -46,6 +46,8 @@ func sampleInputs() map[string]*Input {
 		"tools/call full":        full,
 		"tools/call undeclared":  callInput("undeclared_tool", anonymous),
 		"tools/list items":       listInput("tools/list", alice, allTools...),
+		"tools/call oauth":       callInput("send_email", oauthToken("crm.read")),
+		"tools/list oauth":       listInput("tools/list", oauthToken("crm.read", "crm.write"), allTools...),
 		"prompts/list items":     listInput("prompts/list", anonymous, "a", "b"),
 		"empty":                  {Version: SchemaVersion},
 	}

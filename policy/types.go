@@ -29,8 +29,8 @@ type Input struct {
 	Tool *Tool `json:"tool,omitempty"`
 	// Items are the entries of a list result (phase "list" only).
 	Items []Item `json:"items,omitempty"`
-	// Principal is who is calling; before authentication exists it is
-	// {"authenticated": false}.
+	// Principal is who is calling: {"authenticated": false} when the
+	// gateway runs without authentication (no auth section).
 	Principal Principal `json:"principal"`
 }
 
@@ -66,13 +66,35 @@ type Client struct {
 	Version string `json:"version,omitempty"`
 }
 
-// Principal is the verified caller. Later issues fill in tenant, subject and
-// rights; until then Authenticated is false.
+// Credential kinds (Principal.CredentialKind).
+const (
+	// CredentialOAuth: an OAuth 2.1 access token verified against a
+	// configured issuer (JWT or introspection).
+	CredentialOAuth = "oauth"
+)
+
+// Principal is the verified caller, read from the credential only (never
+// from the message). Without authentication it is {"authenticated": false}.
 type Principal struct {
-	Authenticated bool     `json:"authenticated"`
-	Tenant        string   `json:"tenant,omitempty"`
-	Subject       string   `json:"subject,omitempty"`
-	Rights        []string `json:"rights,omitempty"`
+	Authenticated bool `json:"authenticated"`
+	// Tenant is the tenant the credential is bound to ("" when the issuer
+	// maps no tenant claim).
+	Tenant string `json:"tenant,omitempty"`
+	// Subject is the person or service the credential speaks for.
+	Subject string `json:"subject,omitempty"`
+	// Rights are the credential's rights; for an OAuth token, its scopes.
+	Rights []string `json:"rights,omitempty"`
+	// CredentialKind is how the caller authenticated: CredentialOAuth.
+	CredentialKind string `json:"credential_kind,omitempty"`
+	// Issuer is the issuer identifier of an OAuth token.
+	Issuer string `json:"issuer,omitempty"`
+	// ClientID is the OAuth client the token was issued to ("" if the
+	// token names none).
+	ClientID string `json:"client_id,omitempty"`
+	// Connection identifies the connection (ARCHITECTURE.md): for OAuth
+	// a hash of (issuer, subject, client id, tenant), stable across token
+	// refresh. Replay windows, limits and audit key on it.
+	Connection string `json:"connection,omitempty"`
 }
 
 // Tool is a per-tool declaration (see ToolDeclaration) as the policy sees it.
@@ -134,6 +156,9 @@ type Reason struct {
 	Fix string `json:"fix,omitempty"`
 	// NextTool names the tool to call next, with real handles, if any.
 	NextTool string `json:"next_tool,omitempty"`
+	// Rights, for missing_rights and insufficient_scope, are the rights
+	// the caller lacks.
+	Rights []string `json:"rights,omitempty"`
 }
 
 // Decision is the `decision` document a policy returns.

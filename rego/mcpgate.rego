@@ -13,9 +13,14 @@
 #   - a tool nobody declared is neither listed nor callable;
 #   - a declared tool marked hidden is neither listed nor callable;
 #   - an authenticated caller must hold every right a tool declares, for
-#     the tool to be listed and to be called. Until authentication exists
-#     (input.principal.authenticated is false) the rights check is skipped:
-#     the caller is the gateway's operator, and declaration still gates.
+#     the tool to be listed and to be called. For an OAuth access token
+#     (input.principal.credential_kind "oauth") the rights are the token's
+#     scopes, and a shortfall is the reason insufficient_scope (mcpgate
+#     answers HTTP 403 so the client can re-authorise); otherwise it is
+#     missing_rights (a tool error). Both reasons list the missing rights.
+#     Without authentication (input.principal.authenticated false: the
+#     gateway runs with no auth section) the rights check is skipped: the
+#     caller is the gateway's operator, and declaration still gates.
 #
 #   Visibility is one rule (_tool_visible) shared by both phases, so a tool
 #   missing from tools/list is always refused on tools/call, with the reason.
@@ -262,13 +267,18 @@ _refusals_hidden(tool) := {_reason_tool_hidden(tool.name)} if {
 	tool.hidden == true
 } else := set()
 
-_refusals_rights(tool) := {_reason_missing_rights(tool.name, missing)} if {
+_refusals_rights(tool) := {_reason_rights(tool.name, sort(missing))} if {
 	tool.declared == true
 	input.principal.authenticated == true
 	held := {r | some r in object.get(input.principal, "rights", [])}
 	missing := {r | some r in object.get(tool, "rights", [])} - held
 	count(missing) > 0
 } else := set()
+
+# A shortfall of an OAuth token's scopes: the client can ask for more.
+_reason_rights(name, missing) := _reason_insufficient_scope(name, missing) if {
+	input.principal.credential_kind == "oauth"
+} else := _reason_missing_rights(name, missing)
 
 # --- phase "list" ------------------------------------------------------------
 
@@ -349,4 +359,12 @@ _reason_missing_rights(name, missing) := {
 	"cause": sprintf("Tool %q needs the rights %s, which you do not hold.", [name, concat(", ", [sprintf("%q", [r]) | some r in missing])]),
 	"fix": "Ask an administrator of your organisation for these rights, or call tools/list to see the tools you can use.",
 	"next_tool": "tools/list",
+	"rights": missing,
+}
+
+_reason_insufficient_scope(name, missing) := {
+	"code": "insufficient_scope",
+	"cause": sprintf("Tool %q needs the scopes %s, which your access token does not carry.", [name, concat(", ", [sprintf("%q", [r]) | some r in missing])]),
+	"fix": "Ask the authorization server for a token with these scopes, then call the tool again.",
+	"rights": missing,
 }

@@ -19,6 +19,13 @@ _anonymous := {"authenticated": false}
 
 _alice := {"authenticated": true, "tenant": "acme", "subject": "alice", "rights": ["crm.read", "crm.write"]}
 
+# An OAuth access token: its scopes are the rights.
+_token := {
+	"authenticated": true, "tenant": "acme", "subject": "svc-1", "rights": ["crm.read", "crm.write"],
+	"credential_kind": "oauth", "issuer": "https://idp.example.com", "client_id": "agent",
+	"connection": "oauth_0123456789abcdef0123456789abcdef",
+}
+
 _request(method) := {
 	"version": "mcpgate.policy/v1",
 	"phase": "request",
@@ -220,6 +227,7 @@ test_missing_rights_denied if {
 		"cause": "Tool \"purge\" needs the rights \"crm.admin\", which you do not hold.",
 		"fix": "Ask an administrator of your organisation for these rights, or call tools/list to see the tools you can use.",
 		"next_tool": "tools/list",
+		"rights": ["crm.admin"],
 	}]
 	d.allow == false
 }
@@ -228,6 +236,38 @@ test_missing_rights_lists_every_missing_right if {
 	tool := object.union(_purge, {"rights": ["crm.read", "crm.export", "crm.admin"]})
 	d := mcpgate.decision with input as _call(tool, _alice)
 	d.reasons[0].cause == "Tool \"purge\" needs the rights \"crm.admin\", \"crm.export\", which you do not hold."
+	d.reasons[0].rights == ["crm.admin", "crm.export"]
+}
+
+test_token_scopes_shortfall_is_insufficient_scope if {
+	d := mcpgate.decision with input as _call(object.union(_purge, {"rights": ["crm.read", "crm.admin", "crm.export"]}), _token)
+	d.allow == false
+	d.effect == "delete"
+	d.reasons == [{
+		"code": "insufficient_scope",
+		"cause": "Tool \"purge\" needs the scopes \"crm.admin\", \"crm.export\", which your access token does not carry.",
+		"fix": "Ask the authorization server for a token with these scopes, then call the tool again.",
+		"rights": ["crm.admin", "crm.export"],
+	}]
+}
+
+test_token_scopes_cover_the_tool if {
+	_allowed(_call(_search, _token))
+	_allowed(_call(_update, _token))
+}
+
+test_token_without_scopes_denied if {
+	_denied_with(_call(_search, json.remove(_token, ["rights"])), "insufficient_scope")
+}
+
+test_token_hidden_and_scope_both_reported if {
+	d := mcpgate.decision with input as _call(object.union(_retired, {"rights": ["crm.admin"]}), _token)
+	_codes(d) == {"tool_hidden", "insufficient_scope"}
+}
+
+test_list_filters_by_token_scopes if {
+	d := mcpgate.decision with input as _list("tools/list", _tool_items, object.union(_token, {"rights": ["crm.read"]}))
+	d.visible == ["search"]
 }
 
 test_authenticated_without_rights_denied if {

@@ -44,10 +44,11 @@ const usage = `mcpgate — MCP policy gateway
 
 Usage:
   mcpgate serve --config FILE                 serve with a configuration file
-  mcpgate serve --upstream URL [--listen ADDR] [--admin ADDR] [--policy DIR]
+  mcpgate serve --upstream URL [--listen ADDR] [--admin ADDR] [--extproc ADDR] [--policy DIR] [--no-auth]
                                               serve in front of one MCP server with the built-in defaults
+                                              (--extproc: also serve Envoy ext_proc on host:port or unix:/path)
   mcpgate validate --config FILE              load the config, compile the Rego, list every problem
-  mcpgate demo [--listen ADDR] [--admin ADDR] [--upstream-listen ADDR]
+  mcpgate demo [--listen ADDR] [--admin ADDR] [--upstream-listen ADDR] [--extproc ADDR]
                                               run the bundled demo upstream behind the gateway
   mcpgate version                             print the version
 `

@@ -87,8 +87,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	log := newLogger(cfg.Log, stderr)
-	if *noAuth {
-		log.Warn("authentication is OFF (--no-auth): every caller is anonymous; do not expose this listener")
+	if *noAuth && cfg.Auth != nil {
+		// The start-up warning that authentication is off follows.
+		log.Warn("--no-auth: the configuration's auth section is ignored")
+		cfg.Auth = nil
 	}
 	return serve(ctx, cfg, log, stdout, nil)
 }
@@ -129,7 +131,15 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, stdout io.
 			log.Info("shutting down")
 			sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 			defer cancel()
-			return a.Shutdown(sctx)
+			if err := a.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+				return err
+			} else if err != nil {
+				// Long-lived streams (GET streams, subscriptions/listen)
+				// do not end by themselves: closing them at the end of the
+				// grace period is a normal stop.
+				log.Info("grace period over; remaining streams closed", "grace_seconds", shutdownGrace.Seconds())
+			}
+			return nil
 		}
 	}
 }

@@ -168,14 +168,20 @@ func (ex *exchange) handle(in *extprocv3.ProcessingRequest) *extprocv3.Processin
 // the buffered body.
 func (ex *exchange) requestHeaders(in *extprocv3.ProcessingRequest, h *extprocv3.HttpHeaders) *extprocv3.ProcessingResponse {
 	hdr, pseudo := fromHeaderMap(h.GetHeaders())
-	path, _, _ := strings.Cut(pseudo[":path"], "?")
+	path, query, _ := strings.Cut(pseudo[":path"], "?")
 	ex.req = &gateway.Request{
 		Transport: gateway.TransportExtProc,
 		Method:    strings.ToUpper(pseudo[":method"]),
 		Path:      path,
+		RawQuery:  query,
 		Header:    hdr,
 	}
-	upstream, ok := ex.s.upstream(in, h, hdr, path)
+	// A path the pipeline answers itself (protected resource metadata)
+	// needs no upstream: whichever route Envoy chose, nothing is forwarded.
+	upstream, ok := "", ex.s.o.Pipeline.AnswersPath(path)
+	if !ok {
+		upstream, ok = ex.s.upstream(in, h, hdr, path)
+	}
 	if !ok {
 		return immediate(&gateway.Local{Status: 500, Header: mcp.Header{"content-type": {"application/json"}},
 			Body: mcp.ErrorResponse([]byte("null"), &mcp.Error{Code: mcp.CodeInternalError, Message: "mcpgate: no upstream is configured for this route"})})

@@ -223,9 +223,14 @@ func checkMirrored(h Header, key, body string, comparable, required bool) *Error
 		}
 		return nil
 	}
-	v, err := DecodeHeaderValue(raw)
-	if err != nil {
-		return newHeaderMismatch(name + " header: " + err.Error())
+	v := raw
+	if key != HeaderMethod {
+		// Only Mcp-Name (and Mcp-Param-*) may use the =?base64?…?= form;
+		// method names are plain ASCII (SEP-2243).
+		var err error
+		if v, err = DecodeHeaderValue(raw); err != nil {
+			return newHeaderMismatch(name + " header: " + err.Error())
+		}
 	}
 	if !comparable {
 		return newHeaderMismatch(name + " header value " + quoteTrunc(v) + " has no counterpart in the body")

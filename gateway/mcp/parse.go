@@ -412,6 +412,13 @@ func (p *parser) parseParams() *Error {
 				continue
 			}
 			p.meta(newInvalidParams("params._meta must be an object"))
+		default:
+			if m := caseVariant(key); m != "" {
+				// An upstream decoding case-insensitively (Go's
+				// encoding/json, among others) could take this member
+				// for the one the gateway checked.
+				return newInvalidParams("params." + quoteTrunc(string(key)) + " differs from params." + m + " only in case")
+			}
 		}
 		v, e := p.readValue()
 		if e != nil {
@@ -680,4 +687,17 @@ func skipSpace(b []byte) int {
 		}
 	}
 	return len(b)
+}
+
+// paramsMembers are the params members Parse reads.
+var paramsMembers = []string{"name", "uri", "protocolVersion", "arguments", "clientInfo", "_meta", "capabilities", "cursor"}
+
+// caseVariant returns the params member key equals except for case, or "".
+func caseVariant(key []byte) string {
+	for _, m := range paramsMembers {
+		if len(key) == len(m) && string(key) != m && strings.EqualFold(string(key), m) {
+			return m
+		}
+	}
+	return ""
 }

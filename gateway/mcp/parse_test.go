@@ -519,3 +519,19 @@ func TestParseConcurrent(t *testing.T) {
 		<-done
 	}
 }
+
+func TestParamsCaseVariants(t *testing.T) {
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"find_customers","Name":"cancel_booking"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{},"ARGUMENTS":{"x":1}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"a://b","URI":"c://d"}}`,
+	} {
+		if _, e := Parse([]byte(body), 0); e == nil || e.Code != CodeInvalidParams || !strings.Contains(e.Message, "only in case") {
+			t.Errorf("%s: got %v", body, e)
+		}
+	}
+	// Other members are free.
+	if _, e := Parse([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","Names":"x"}}`), 0); e != nil {
+		t.Errorf("unrelated member refused: %v", e)
+	}
+}

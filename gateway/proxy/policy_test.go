@@ -162,7 +162,7 @@ func TestSlowBody(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	_, _ = conn.Write([]byte("POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\":"))
+	_, _ = conn.Write([]byte("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\":"))
 	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	buf := make([]byte, 512)
 	n, _ := conn.Read(buf)
@@ -194,5 +194,46 @@ func TestUpstreamTimeout(t *testing.T) {
 	}
 	if id, code, _ := rpcError(t, body); string(id) != "42" || code != -32603 {
 		t.Errorf("id %s code %d", id, code)
+	}
+}
+
+// TestTransportGateHeaders: headers a proxy could be tricked with are
+// refused before anything reaches the upstream.
+func TestTransportGateHeaders(t *testing.T) {
+	e := start(t, nil)
+	good := callBody("1", "list_technicians", "{}")
+	for _, tt := range []struct {
+		name   string
+		mutate func(*http.Request)
+		status int
+	}{
+		{"Connection nominates Mcp-Method", func(r *http.Request) { r.Header.Set("Connection", "close, Mcp-Method") }, 400},
+		{"Connection nominates MCP-Protocol-Version", func(r *http.Request) { r.Header.Set("Connection", "keep-alive, MCP-Protocol-Version") }, 400},
+		{"two Origin headers", func(r *http.Request) { r.Header["Origin"] = []string{"http://localhost", "http://evil.example"} }, 400},
+		{"two Content-Type headers", func(r *http.Request) { r.Header["Content-Type"] = []string{"application/json", "text/plain"} }, 400},
+		{"foreign Host on a loopback listener (DNS rebinding)", func(r *http.Request) { r.Host = "evil.example.com" }, 403},
+		{"GET with a body naming a tool", func(r *http.Request) { r.Method = "GET" }, 400},
+		{"DELETE with Mcp-Method", func(r *http.Request) { r.Method = "DELETE"; r.Body = http.NoBody; r.ContentLength = 0 }, 400},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			req, _ := http.NewRequest("POST", e.url, bytes.NewReader(good))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+			req.Header.Set("Mcp-Method", "tools/call")
+			req.Header.Set("Mcp-Name", "list_technicians")
+			tt.mutate(req)
+			before := e.hits.Load()
+			resp, err := http.DefaultTransport.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tt.status {
+				t.Errorf("status %d, want %d", resp.StatusCode, tt.status)
+			}
+			if e.hits.Load() != before {
+				t.Error("the request reached the upstream")
+			}
+		})
 	}
 }

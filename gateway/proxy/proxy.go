@@ -41,14 +41,18 @@ type Options struct {
 	// pipeline inspects (502 above it).
 	MaxResponseBytes int64
 	Transport        http.RoundTripper // default: a clone of http.DefaultTransport
-	Metrics          *gateway.Metrics
-	Logger           *slog.Logger
+	// AllowedHosts are the Host names (without port) the listener
+	// answers; another Host gets 403 (DNS rebinding). Empty: any.
+	AllowedHosts []string
+	Metrics      *gateway.Metrics
+	Logger       *slog.Logger
 }
 
 // Proxy is the standalone MCP proxy handler.
 type Proxy struct {
 	o      Options
 	routes map[string]*route
+	hosts  map[string]bool
 	log    *slog.Logger
 }
 
@@ -72,7 +76,10 @@ var _ http.Handler = (*Proxy)(nil)
 
 // New returns the proxy handler.
 func New(o Options) *Proxy {
-	p := &Proxy{o: o, routes: map[string]*route{}, log: o.Logger}
+	p := &Proxy{o: o, routes: map[string]*route{}, hosts: map[string]bool{}, log: o.Logger}
+	for _, h := range o.AllowedHosts {
+		p.hosts[strings.ToLower(h)] = true
+	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -108,27 +115,47 @@ func New(o Options) *Proxy {
 // ServeHTTP reads the request within its limits, runs the pipeline and
 // either answers locally or forwards.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	if !gateway.HostAllowed(p.hosts, r.Host) {
+		// The body is never read: close the connection rather than wait
+		// for it.
+		w.Header().Set("Connection", "close")
+		writeLocal(w, gateway.Refused(403, "Host "+strconv.Quote(r.Host)+" is not allowed"), nil)
+		p.o.Metrics.ObserveRefused(gateway.TransportProxy, time.Since(start))
+		return
+	}
 	rt, ok := p.routes[r.URL.Path]
-	if !ok {
+	if !ok && !p.o.Pipeline.AnswersPath(r.URL.Path) {
 		http.NotFound(w, r)
 		return
 	}
 	body, local := p.readBody(w, r)
 	if local != nil {
+		// Refused while reading (413, 408) before the pipeline ran.
 		writeLocal(w, local, nil)
+		p.o.Metrics.ObserveRefused(gateway.TransportProxy, time.Since(start))
 		return
 	}
 	req := &gateway.Request{
 		Transport: gateway.TransportProxy,
 		Method:    r.Method,
 		Path:      r.URL.Path,
-		Upstream:  rt.Upstream,
+		RawQuery:  r.URL.RawQuery,
 		Header:    fromHTTP(r.Header),
 		Body:      body,
+	}
+	if rt != nil {
+		req.Upstream = rt.Upstream
 	}
 	x, v := p.o.Pipeline.HandleRequest(r.Context(), req)
 	if v.Local != nil {
 		writeLocal(w, v.Local, nil)
+		return
+	}
+	if rt == nil {
+		// A path the pipeline answers itself never goes upstream.
+		x.Finish()
+		http.NotFound(w, r)
 		return
 	}
 	st := &state{x: x, v: v, body: body, routeID: rt.Upstream}

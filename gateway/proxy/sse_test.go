@@ -180,3 +180,21 @@ func TestSSEShapingNotBypassed(t *testing.T) {
 		})
 	}
 }
+
+// TestListFilteredWhateverTheIDOrStatus: an upstream that rewrites the id
+// (1.0 → 1) or answers with another status still gets its list filtered.
+func TestListFilteredWhateverTheIDOrStatus(t *testing.T) {
+	for _, status := range []int{200, 201, 500} {
+		up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"undeclared_tool"},{"name":"get_booking"}]}}`)
+		})
+		e := startWith(t, up, nil, nil)
+		_, body := post(t, e.url, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"},
+			[]byte(`{"jsonrpc":"2.0","id":1.0,"method":"tools/list","params":{`+meta+`}}`))
+		if bytes.Contains(body, []byte("undeclared_tool")) || !bytes.Contains(body, []byte("get_booking")) {
+			t.Errorf("status %d: %s", status, body)
+		}
+	}
+}

@@ -32,6 +32,9 @@ type DetailsError struct {
 	DecisionID string `json:"decision_id,omitempty"` // policy decision id (logs, audit)
 	// More holds the codes of further reasons, if the policy gave several.
 	More []string `json:"more_codes,omitempty"`
+	// Rights, for missing_rights and insufficient_scope, are the rights
+	// the caller lacks.
+	Rights []string `json:"rights,omitempty"`
 }
 
 // fallback is used when a deny decision carries no reason at all.
@@ -46,7 +49,7 @@ func details(reasons []policy.Reason, decisionID string) Details {
 	if len(reasons) > 0 {
 		r = reasons[0]
 	}
-	d := Details{Error: DetailsError{Code: r.Code, Cause: r.Cause, Fix: r.Fix, NextTool: r.NextTool, DecisionID: decisionID}}
+	d := Details{Error: DetailsError{Code: r.Code, Cause: r.Cause, Fix: r.Fix, NextTool: r.NextTool, DecisionID: decisionID, Rights: r.Rights}}
 	for _, more := range reasons[min(1, len(reasons)):] {
 		d.Error.More = append(d.Error.More, more.Code)
 	}
@@ -139,6 +142,27 @@ func RPCError(id jsontext.Value, reasons []policy.Reason, decisionID string) []b
 		msg += " " + sentence(d.Error.Fix)
 	}
 	return mcp.ErrorResponse(id, &mcp.Error{Code: code, Message: msg, Data: d})
+}
+
+// CodeUnauthorized is the JSON-RPC code of a request refused by
+// authentication: HTTP 401 (no or invalid credential, details code
+// missing_token, invalid_token or invalid_request), 403 (the token's scopes
+// do not cover the call, insufficient_scope) or 503 (the credential cannot
+// be checked now, auth_unavailable). JSON-RPC leaves -32000 to -32099 to
+// implementations; MCP and its SDKs do not use -32030.
+const CodeUnauthorized = -32030
+
+// AuthError returns the JSON-RPC error response body of a request refused by
+// authentication (the status and WWW-Authenticate header carry the
+// challenge): code CodeUnauthorized, the first reason's cause and fix as the
+// message, Details as data.
+func AuthError(id jsontext.Value, reasons []policy.Reason, decisionID string) []byte {
+	d := details(reasons, decisionID)
+	msg := sentence(d.Error.Cause)
+	if d.Error.Fix != "" {
+		msg += " " + sentence(d.Error.Fix)
+	}
+	return mcp.ErrorResponse(id, &mcp.Error{Code: CodeUnauthorized, Message: msg, Data: d})
 }
 
 // Protocol returns the body of a protocol fault (gateway/mcp.Error) for the

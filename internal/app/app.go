@@ -68,12 +68,25 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 		return nil, fmt.Errorf("load policy: %w", err)
 	}
 	a.Engine = eng
+	var authenticator gateway.Authenticator
+	var metadata map[string][]byte
+	if cfg.Auth != nil {
+		an, err := newAuthenticator(ctx, cfg, log)
+		if err != nil {
+			return nil, err
+		}
+		authenticator, metadata = an, an.Metadata()
+	} else {
+		log.Warn("authentication is OFF: the configuration has no auth section, so every caller is anonymous and client credentials are forwarded as they are; do not expose this listener")
+	}
 	a.Pipeline = gateway.New(eng, gateway.Options{
 		Declarations:     decls,
 		MaxBodyBytes:     cfg.Limits.MaxBodyBytes,
 		MaxJSONDepth:     cfg.Limits.MaxJSONDepth,
 		MaxSSEEventBytes: cfg.Limits.MaxSSEEventBytes,
 		AllowedOrigins:   cfg.Transport.AllowedOrigins,
+		Authenticator:    authenticator,
+		ResourceMetadata: metadata,
 		Logger:           log,
 		Metrics:          metrics,
 	})
@@ -100,6 +113,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 			MaxBodyBytes:     cfg.Limits.MaxBodyBytes,
 			ReadTimeout:      cfg.Limits.ReadTimeoutDuration(),
 			MaxResponseBytes: maxResponseBytes,
+			AllowedHosts:     cfg.ProxyAllowedHosts(),
 			Metrics:          metrics,
 			Logger:           log,
 		})

@@ -1,0 +1,336 @@
+package config
+
+import (
+	"fmt"
+	"log/slog"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mcpgate/mcpgate/auth"
+)
+
+// Defaults of the auth section, applied to each issuer.
+const (
+	DefaultClockSkew      = "30s"
+	DefaultMinJWKSRefresh = "30s"
+	DefaultSubjectClaim   = auth.DefaultSubjectClaim
+)
+
+// Auth turns on authentication: every MCP route becomes an OAuth 2.1
+// protected resource (RFC 9728) whose callers need a bearer access token
+// from one of the issuers. Without an auth section every caller is
+// anonymous.
+type Auth struct {
+	// ResourceBaseURL is the public origin clients reach the gateway at,
+	// e.g. "https://mcp.example.com". A route's resource URI (RFC 8707,
+	// the audience its tokens must carry) is this plus the route's path.
+	// Required; https except on loopback hosts; no path, query or
+	// fragment. Never derived from a request's Host header.
+	ResourceBaseURL string `yaml:"resource_base_url"`
+	// ScopesSupported is scopes_supported of every route's protected
+	// resource metadata. Empty: for each route, the rights its tools
+	// declare.
+	ScopesSupported []string `yaml:"scopes_supported"`
+	// Issuers are the trusted authorization servers. At least one.
+	Issuers []Issuer `yaml:"issuers"`
+}
+
+// Issuer is one trusted authorization server (auth.IssuerConfig).
+type Issuer struct {
+	// Issuer is the issuer identifier; discovery reads
+	// <issuer>/.well-known/openid-configuration. https except on loopback.
+	Issuer string `yaml:"issuer"`
+	// Audiences are the resource URIs (resource_base_url + route) this
+	// issuer may issue tokens for. Empty: every route.
+	Audiences []string `yaml:"audiences"`
+	// Algorithms is the JWS alg allowlist (asymmetric only). Default
+	// auth.DefaultAlgorithms.
+	Algorithms []string `yaml:"algorithms"`
+	// Types is the JOSE typ allowlist. Default auth.DefaultTypes.
+	Types []string `yaml:"types"`
+	// ClockSkew is the tolerance for exp, nbf and iat. Default DefaultClockSkew.
+	ClockSkew string `yaml:"clock_skew"`
+	// MinJWKSRefresh is the least time between two JWKS fetches. Default
+	// DefaultMinJWKSRefresh.
+	MinJWKSRefresh string `yaml:"min_jwks_refresh"`
+	// TenantClaim names the claim carrying the tenant; empty: none.
+	TenantClaim string `yaml:"tenant_claim"`
+	// SubjectClaim names the subject claim. Default DefaultSubjectClaim.
+	SubjectClaim string `yaml:"subject_claim"`
+	// ScopeClaim names the scope claim. Empty: "scope", else "scp".
+	ScopeClaim string `yaml:"scope_claim"`
+	// ClientIDClaim names the client claim. Empty: "client_id", else "azp".
+	ClientIDClaim string `yaml:"client_id_claim"`
+	// Introspection verifies opaque tokens with RFC 7662 at this issuer.
+	Introspection *Introspection `yaml:"introspection"`
+}
+
+// Introspection configures RFC 7662 token introspection for one issuer.
+type Introspection struct {
+	// Endpoint is the introspection URL. Empty: introspection_endpoint of
+	// the issuer's discovery document.
+	Endpoint string `yaml:"endpoint"`
+	// ClientID and ClientSecret authenticate the gateway at the endpoint
+	// (client_secret_basic). Both required.
+	ClientID     string `yaml:"client_id"`
+	ClientSecret string `yaml:"client_secret"`
+}
+
+// LogValue keeps the client secret out of logs.
+func (in Introspection) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("endpoint", in.Endpoint),
+		slog.String("client_id", in.ClientID),
+		slog.String("client_secret", redacted(in.ClientSecret)),
+	)
+}
+
+// String keeps the client secret out of formatted output.
+func (in Introspection) String() string {
+	return fmt.Sprintf("{Endpoint:%s ClientID:%s ClientSecret:%s}", in.Endpoint, in.ClientID, redacted(in.ClientSecret))
+}
+
+func redacted(secret string) string {
+	if secret == "" {
+		return ""
+	}
+	return "REDACTED"
+}
+
+// applyDefaults fills each issuer's unset keys.
+func (a *Auth) applyDefaults() {
+	for i := range a.Issuers {
+		is := &a.Issuers[i]
+		if len(is.Algorithms) == 0 {
+			is.Algorithms = slices.Clone(auth.DefaultAlgorithms)
+		}
+		if len(is.Types) == 0 {
+			is.Types = slices.Clone(auth.DefaultTypes)
+		}
+		if is.ClockSkew == "" {
+			is.ClockSkew = DefaultClockSkew
+		}
+		if is.MinJWKSRefresh == "" {
+			is.MinJWKSRefresh = DefaultMinJWKSRefresh
+		}
+		if is.SubjectClaim == "" {
+			is.SubjectClaim = DefaultSubjectClaim
+		}
+	}
+}
+
+// IssuerConfigs returns the issuers as the auth package takes them.
+func (a *Auth) IssuerConfigs() []auth.IssuerConfig {
+	out := make([]auth.IssuerConfig, len(a.Issuers))
+	for i, is := range a.Issuers {
+		out[i] = is.issuerConfig()
+	}
+	return out
+}
+
+func (is Issuer) issuerConfig() auth.IssuerConfig {
+	ic := auth.IssuerConfig{
+		Issuer:         is.Issuer,
+		Audiences:      slices.Clone(is.Audiences),
+		Algorithms:     slices.Clone(is.Algorithms),
+		Types:          slices.Clone(is.Types),
+		ClockSkew:      durationOr(is.ClockSkew, DefaultClockSkew),
+		MinJWKSRefresh: durationOr(is.MinJWKSRefresh, DefaultMinJWKSRefresh),
+		TenantClaim:    is.TenantClaim,
+		SubjectClaim:   is.SubjectClaim,
+		ScopeClaim:     is.ScopeClaim,
+		ClientIDClaim:  is.ClientIDClaim,
+	}
+	if ic.MinJWKSRefresh > auth.DefaultJWKSMaxAge {
+		// The JWKS is never refetched more often than MinJWKSRefresh, so
+		// its background refresh age cannot be below it.
+		ic.JWKSMaxAge = ic.MinJWKSRefresh
+	}
+	if in := is.Introspection; in != nil {
+		ic.Introspection = &auth.IntrospectionConfig{Endpoint: in.Endpoint, ClientID: in.ClientID, ClientSecret: in.ClientSecret}
+	}
+	return ic
+}
+
+// ResourceURI returns the canonical resource URI (RFC 8707) of the route
+// with the given path: resource_base_url followed by the path.
+func (a *Auth) ResourceURI(route string) (string, error) {
+	return auth.CanonicalResourceURI(strings.TrimSuffix(a.ResourceBaseURL, "/") + route)
+}
+
+// validateAuth checks the auth section, if there is one.
+func (c *Config) validateAuth(p *problems) {
+	a := c.Auth
+	if a == nil {
+		return
+	}
+	baseOK := checkResourceBase(p, "auth.resource_base_url", a.ResourceBaseURL)
+	routes := map[string]string{} // resource URI → route
+	if baseOK {
+		for _, u := range c.Upstreams {
+			if uri, err := a.ResourceURI(u.Route); err == nil {
+				routes[uri] = u.Route
+			}
+		}
+	}
+	for i, u := range c.Upstreams {
+		if strings.HasPrefix(u.Route, auth.WellKnownProtectedResource) {
+			p.add(indexPath("upstreams", i)+".route", "%q is under %s, where mcpgate serves the protected resource metadata", u.Route, auth.WellKnownProtectedResource)
+		}
+	}
+	seenScope := map[string]int{}
+	for i, s := range a.ScopesSupported {
+		at := indexPath("auth.scopes_supported", i)
+		if !isScopeToken(s) {
+			p.add(at, "%q is not a scope (RFC 6749: printable ASCII without spaces, \" or \\)", s)
+			continue
+		}
+		if j, dup := seenScope[s]; dup {
+			p.add(at, "%q is listed twice (also auth.scopes_supported[%d])", s, j)
+			continue
+		}
+		seenScope[s] = i
+	}
+	if len(a.Issuers) == 0 {
+		p.add("auth.issuers", "at least one issuer is required (remove the auth section to run without authentication)")
+		return
+	}
+	seen := map[string]int{}
+	introspecting := -1
+	for i, is := range a.Issuers {
+		at := indexPath("auth.issuers", i)
+		if is.Issuer == "" {
+			p.add(at+".issuer", "required (the issuer identifier, e.g. \"https://login.example.com\")")
+		} else if j, dup := seen[strings.TrimSpace(is.Issuer)]; dup {
+			p.add(at+".issuer", "%q is also auth.issuers[%d]; each issuer once", is.Issuer, j)
+		} else {
+			seen[strings.TrimSpace(is.Issuer)] = i
+		}
+		checkPositiveDuration(p, at+".clock_skew", is.ClockSkew)
+		checkPositiveDuration(p, at+".min_jwks_refresh", is.MinJWKSRefresh)
+		for j, aud := range is.Audiences {
+			apath := indexPath(at+".audiences", j)
+			canon, err := auth.CanonicalResourceURI(aud)
+			switch {
+			case err != nil:
+				p.addErr(apath, err, "%q is not a resource URI (resource_base_url followed by a route, e.g. \"https://mcp.example.com/mcp\")", aud)
+			case canon != aud:
+				p.add(apath, "%q is not in canonical form; write %q", aud, canon)
+			case baseOK && routes[aud] == "":
+				p.add(apath, "%q is not the resource URI of any route (%s)", aud, strings.Join(slices.Sorted(keys(routes)), ", "))
+			}
+		}
+		if in := is.Introspection; in != nil {
+			if introspecting >= 0 {
+				p.add(at+".introspection", "auth.issuers[%d] already introspects opaque tokens; at most one issuer may (opaque tokens name no issuer to choose by)", introspecting)
+			} else {
+				introspecting = i
+			}
+			if in.Endpoint != "" {
+				if u, err := url.Parse(in.Endpoint); err != nil || !u.IsAbs() || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+					p.add(at+".introspection.endpoint", "%q is not an absolute http(s) URL", in.Endpoint)
+				}
+			}
+			if in.ClientID == "" {
+				p.add(at+".introspection.client_id", "required with introspection")
+			}
+			if in.ClientSecret == "" {
+				p.add(at+".introspection.client_secret", "required with introspection")
+			}
+		}
+		// What remains (issuer URL rules, algorithm and type
+		// allowlists) is the auth package's own check, one issuer at a
+		// time so each problem names its issuer's key path.
+		ic := is.issuerConfig()
+		ic.Audiences = nil // checked above, with the routes
+		ic.Introspection = nil
+		if err := auth.ValidateIssuers([]auth.IssuerConfig{ic}); err != nil && is.Issuer != "" {
+			// "auth: issuer "x": problem\nproblem..."
+			msg := strings.TrimPrefix(err.Error(), "auth: ")
+			msg = strings.TrimPrefix(msg, fmt.Sprintf("issuer %q: ", strings.TrimSpace(is.Issuer)))
+			for _, line := range strings.Split(msg, "\n") {
+				if line != "" {
+					p.addErr(at, err, "%s", line)
+				}
+			}
+		}
+	}
+}
+
+// checkResourceBase checks resource_base_url: an absolute http(s) origin,
+// https except on loopback hosts. It reports whether the value is usable.
+func checkResourceBase(p *problems, path, raw string) bool {
+	const form = "the gateway's public origin, e.g. \"https://mcp.example.com\""
+	if raw == "" {
+		p.add(path, "required (%s)", form)
+		return false
+	}
+	u, err := url.Parse(raw)
+	if err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "" {
+		p.add(path, "%q is not an absolute URL (%s)", raw, form)
+		return false
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" || strings.ContainsAny(raw, "?#") || (u.Path != "" && u.Path != "/") {
+		p.add(path, "%q must be only scheme://host[:port], without path, query, fragment or user (%s)", raw, form)
+		return false
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "https":
+	case "http":
+		if !isLoopbackHost(u.Hostname()) {
+			p.add(path, "%q: https is required except on loopback hosts", raw)
+			return false
+		}
+	default:
+		p.add(path, "%q: scheme must be https", raw)
+		return false
+	}
+	if _, err := auth.CanonicalResourceURI(raw); err != nil {
+		p.addErr(path, err, "%q is not a resource URI: %v", raw, err)
+		return false
+	}
+	return true
+}
+
+func isLoopbackHost(h string) bool {
+	h = strings.ToLower(h)
+	return h == "localhost" || h == "::1" || strings.HasPrefix(h, "127.")
+}
+
+// checkPositiveDuration checks a Go duration string that must be above 0.
+func checkPositiveDuration(p *problems, path, s string) {
+	d, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		p.addErr(path, err, "%q is not a duration; use a number with a unit: ms, s, m or h (e.g. \"30s\")", s)
+	case d <= 0:
+		p.add(path, "%q must be greater than 0", s)
+	}
+}
+
+// isScopeToken reports whether s is an RFC 6749 scope-token:
+// 1*( %x21 / %x23-5B / %x5D-7E ).
+func isScopeToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x21 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+func keys(m map[string]string) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
