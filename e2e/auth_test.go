@@ -10,25 +10,20 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	jose "github.com/go-jose/go-jose/v4"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate/config"
-	"github.com/mcpgate/mcpgate/e2e/envoydriver"
 	"github.com/mcpgate/mcpgate/e2e/oidcprovider/oidctest"
 	"github.com/mcpgate/mcpgate/e2e/oidcprovider/provider"
-	"github.com/mcpgate/mcpgate/internal/app"
 	"github.com/mcpgate/mcpgate/internal/demo"
 	"github.com/mcpgate/mcpgate/policy"
 )
@@ -112,40 +107,10 @@ func startAuthEnv(t *testing.T, minJWKSRefresh string) *authEnv {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.Start(ctx, cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		sctx, c := context.WithTimeout(context.Background(), 5*time.Second)
-		defer c()
-		_ = a.Shutdown(sctx)
-	})
+	a := startApp(t, cfg)
 	e := &authEnv{p: p, proxy: "http://" + a.ProxyAddr, drivers: map[string]string{}, rec: rec}
 	for name, target := range map[string]string{"demo": up.URL, "synthetic": syn.URL} {
-		u, _ := url.Parse(target)
-		d, err := envoydriver.New(envoydriver.Config{
-			Target:   a.ExtProcAddr,
-			Upstream: u,
-			Mode: &extprocfilterv3.ProcessingMode{
-				RequestHeaderMode: extprocfilterv3.ProcessingMode_SEND, RequestBodyMode: extprocfilterv3.ProcessingMode_BUFFERED,
-				ResponseHeaderMode: extprocfilterv3.ProcessingMode_SEND, ResponseBodyMode: extprocfilterv3.ProcessingMode_BUFFERED,
-				RequestTrailerMode: extprocfilterv3.ProcessingMode_SKIP, ResponseTrailerMode: extprocfilterv3.ProcessingMode_SKIP,
-			},
-			AllowModeOverride: true,
-			MessageTimeout:    2 * time.Second,
-			MaxMessageTimeout: 5 * time.Second,
-			BufferLimit:       5 << 20,
-			RequestAttributes: []string{"xds.route_metadata"},
-			RouteMetadata:     map[string]map[string]any{"mcpgate": {"upstream": name}},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := httptest.NewServer(d)
-		t.Cleanup(func() { srv.Close(); _ = d.Close() })
+		srv, _ := startEnvoy(t, a.ExtProcAddr, target, name, 2*time.Second)
 		e.drivers[name] = srv.URL
 	}
 	return e

@@ -7,22 +7,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
-
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate/config"
 	"github.com/mcpgate/mcpgate/e2e/envoydriver"
-	"github.com/mcpgate/mcpgate/internal/app"
 	"github.com/mcpgate/mcpgate/internal/demo"
 	"github.com/mcpgate/mcpgate/policy"
 )
@@ -85,40 +80,10 @@ func startDifferential(t *testing.T) *differentialEnv {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.Start(ctx, cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		sctx, c := context.WithTimeout(context.Background(), 5*time.Second)
-		defer c()
-		_ = a.Shutdown(sctx)
-	})
+	a := startApp(t, cfg)
 	e := &differentialEnv{proxy: "http://" + a.ProxyAddr, drivers: map[string]*httptest.Server{}, stats: map[string]*envoydriver.Driver{}}
 	for name, target := range map[string]string{"demo": up.URL, "synthetic": syn.URL} {
-		u, _ := url.Parse(target)
-		d, err := envoydriver.New(envoydriver.Config{
-			Target:   a.ExtProcAddr,
-			Upstream: u,
-			Mode: &extprocfilterv3.ProcessingMode{
-				RequestHeaderMode: extprocfilterv3.ProcessingMode_SEND, RequestBodyMode: extprocfilterv3.ProcessingMode_BUFFERED,
-				ResponseHeaderMode: extprocfilterv3.ProcessingMode_SEND, ResponseBodyMode: extprocfilterv3.ProcessingMode_BUFFERED,
-				RequestTrailerMode: extprocfilterv3.ProcessingMode_SKIP, ResponseTrailerMode: extprocfilterv3.ProcessingMode_SKIP,
-			},
-			AllowModeOverride: true,
-			MessageTimeout:    500 * time.Millisecond,
-			MaxMessageTimeout: 5 * time.Second,
-			BufferLimit:       (1 << 20) + (256 << 10),
-			RequestAttributes: []string{"xds.route_metadata"},
-			RouteMetadata:     map[string]map[string]any{"mcpgate": {"upstream": name}},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := httptest.NewServer(d)
-		t.Cleanup(func() { srv.Close(); _ = d.Close() })
+		srv, d := startEnvoy(t, a.ExtProcAddr, target, name, 500*time.Millisecond)
 		e.drivers[name] = srv
 		e.stats[name] = d
 	}

@@ -3,8 +3,6 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"net/http/httptest"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,13 +10,10 @@ import (
 	"testing"
 	"time"
 
-	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-
-	"github.com/mcpgate/mcpgate/e2e/envoydriver"
 )
 
 // TestDemoExtProc: `mcpgate demo --extproc unix:/…` serves ext_proc and the
@@ -66,23 +61,7 @@ func TestDemoExtProc(t *testing.T) {
 		}
 	}
 
-	u, _ := url.Parse(strings.TrimSuffix(upstream, "/mcp"))
-	d, err := envoydriver.New(envoydriver.Config{
-		Target:   "unix:" + sock,
-		Upstream: u,
-		Mode: &extprocfilterv3.ProcessingMode{
-			RequestHeaderMode: extprocfilterv3.ProcessingMode_SEND, RequestBodyMode: extprocfilterv3.ProcessingMode_BUFFERED,
-			ResponseHeaderMode: extprocfilterv3.ProcessingMode_SEND, ResponseBodyMode: extprocfilterv3.ProcessingMode_BUFFERED,
-		},
-		AllowModeOverride: true,
-		MessageTimeout:    500 * time.Millisecond,
-		BufferLimit:       5 << 20,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(d)
-	defer func() { srv.Close(); _ = d.Close() }()
+	srv, d := startEnvoy(t, "unix:"+sock, strings.TrimSuffix(upstream, "/mcp"), "", 500*time.Millisecond)
 	c := sdk.NewClient(&sdk.Implementation{Name: "e2e", Version: "1"}, nil)
 	cs, err := c.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, nil)
 	if err != nil {

@@ -2,16 +2,12 @@ package extproc_test
 
 import (
 	"context"
-	"net"
 	"strings"
 	"testing"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/mcpgate/mcpgate/gateway"
-	"github.com/mcpgate/mcpgate/gateway/extproc"
 	"github.com/mcpgate/mcpgate/policy"
 )
 
@@ -37,23 +33,7 @@ func TestAuthAndMetadata(t *testing.T) {
 	qa := &queryAuth{}
 	p := gateway.New(eng, gateway.Options{Declarations: decls, MaxBodyBytes: 1 << 20, MaxJSONDepth: 32, MaxSSEEventBytes: 1 << 20,
 		Authenticator: qa, ResourceMetadata: map[string][]byte{"/.well-known/oauth-protected-resource/crm/mcp": []byte(`{"resource":"https://gw/crm/mcp"}`)}})
-	srv := grpc.NewServer()
-	extprocv3.RegisterExternalProcessorServer(srv, extproc.New(extproc.Options{
-		Pipeline:  p,
-		Upstreams: []extproc.Upstream{{Name: "crm", Route: "/crm/mcp"}, {Name: "tickets", Route: "/tickets/mcp"}},
-	}))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(srv.Stop)
-	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	c := extprocv3.NewExternalProcessorClient(conn)
+	c := serve(t, p)
 
 	s, err := c.Process(context.Background())
 	if err != nil {

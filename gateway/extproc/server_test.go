@@ -32,7 +32,13 @@ func client(t testing.TB) extprocv3.ExternalProcessorClient {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := gateway.New(eng, gateway.Options{Declarations: decls, MaxBodyBytes: 1 << 20, MaxJSONDepth: 32, MaxSSEEventBytes: 1 << 20})
+	return serve(t, gateway.New(eng, gateway.Options{Declarations: decls, MaxBodyBytes: 1 << 20, MaxJSONDepth: 32, MaxSSEEventBytes: 1 << 20}))
+}
+
+// serve runs the ext_proc server for pipeline p on a loopback port and
+// returns a gRPC client for it.
+func serve(t testing.TB, p *gateway.Pipeline) extprocv3.ExternalProcessorClient {
+	t.Helper()
 	srv := grpc.NewServer(extproc.GRPCServerOptions(2 << 20)...)
 	extprocv3.RegisterExternalProcessorServer(srv, extproc.New(extproc.Options{
 		Pipeline:  p,
