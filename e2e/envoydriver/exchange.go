@@ -665,10 +665,11 @@ func (x *exchange) onUpstreamResponse(up upstreamResult) {
 		resp.Body.Close()
 	}
 	x.beginResponse(h, noBody, func() {
-		x.respBodyCh = make(chan bodyEvent)
+		ch, done := make(chan bodyEvent), x.loopDone
+		x.respBodyCh = ch // the exchange loop may clear the field; the reader keeps its channel
 		go func() {
 			defer resp.Body.Close()
-			readBody(resp.Body, resp.ContentLength, x.respBodyCh, x.loopDone)
+			readBody(resp.Body, resp.ContentLength, ch, done)
 		}()
 	})
 }
