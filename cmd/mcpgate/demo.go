@@ -49,8 +49,9 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return fmt.Errorf("demo upstream: %w", err)
 	}
+	// The demo upstream logs each tool call, so a user sees what reaches it.
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", demo.New(demo.Options{}).Handler())
+	mux.Handle("/mcp", demo.New(demo.Options{Logger: newLogger(cfg.Log, stderr).With("component", "demo-upstream")}).Handler())
 	up := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := up.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
