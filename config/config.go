@@ -125,6 +125,10 @@ type Policy struct {
 	// Watch reloads the policy when a file in Dirs changes (SIGHUP always
 	// reloads). Default true.
 	Watch *bool `yaml:"watch"`
+	// TenantArguments are argument names, besides tenant, tenant_id,
+	// workspace_id and org_id, that would let a model choose a tenant;
+	// a tools/call carrying one is refused (compared case-insensitively).
+	TenantArguments []string `yaml:"tenant_arguments"`
 }
 
 // Limits bound what a client can send.

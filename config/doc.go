@@ -107,6 +107,9 @@
 //     directory (with Parse).
 //   - policy.watch (boolean; default true): reload the policy when a file in
 //     policy.dirs changes. SIGHUP always reloads. No effect without dirs.
+//   - policy.tenant_arguments (list of strings; default none): argument
+//     names, besides tenant, tenant_id, workspace_id and org_id, that would
+//     let a model choose a tenant; a tools/call carrying one is refused.
 //
 // limits (mapping): bounds on what a client can send. Each number must be
 // greater than 0.

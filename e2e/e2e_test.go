@@ -21,6 +21,9 @@ import (
 var bin string
 
 func TestMain(m *testing.M) {
+	// Tests start many servers on ephemeral ports; a kept-alive connection
+	// from one test could meet another test's server on a reused port.
+	http.DefaultTransport.(*http.Transport).DisableKeepAlives = true
 	dir, err := os.MkdirTemp("", "mcpgate-e2e")
 	if err != nil {
 		panic(err)

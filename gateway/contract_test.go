@@ -211,3 +211,31 @@ func TestOriginAndContentTypeDetails(t *testing.T) {
 		}
 	}
 }
+
+// TestTenantArgumentsFound: the gateway tells the policy which top-level
+// arguments would choose a tenant (any case; configured names too; nested
+// keys are data, not arguments), and the default policy refuses the call.
+func TestTenantArgumentsFound(t *testing.T) {
+	eng, err := policy.New(context.Background(), policy.Options{Declarations: benchDecls})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := gateway.New(eng, gateway.Options{Declarations: benchDecls, MaxBodyBytes: 1 << 16, MaxJSONDepth: 16, TenantArguments: []string{"Account"}})
+	for args, refused := range map[string]bool{
+		`{"booking_id":"B-1"}`:                      false,
+		`{"booking_id":"B-1","Tenant_ID":"globex"}`: true,
+		`{"ORG_ID":"x"}`:                            true,
+		`{"account":"x"}`:                           true,
+		`{"filter":{"tenant":"x"}}`:                 false,
+	} {
+		_, v := p.HandleRequest(context.Background(), &gateway.Request{Transport: gateway.TransportProxy, Method: "POST", Path: "/mcp", Upstream: "demo",
+			Header: mcp.Header{"content-type": {"application/json"}, "mcp-protocol-version": {"2026-07-28"}, "mcp-method": {"tools/call"}, "mcp-name": {"get_booking"}},
+			Body:   []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_booking","arguments":` + args + `,` + meta2026 + `}}`)})
+		if (v.Local != nil) != refused {
+			t.Errorf("%s: refused=%v, want %v", args, v.Local != nil, refused)
+		}
+		if refused && v.Local != nil {
+			checkToolError(t, v.Local.Body, "tenant_argument")
+		}
+	}
+}

@@ -89,6 +89,10 @@ type Options struct {
 	// AllowedOrigins are the accepted Origin values (exact match, case
 	// folded); loopback origins are accepted when the list is empty.
 	AllowedOrigins []string
+	// TenantArguments are argument names, besides DefaultTenantArguments,
+	// that would choose a tenant (compared case-insensitively); the policy
+	// refuses calls carrying them.
+	TenantArguments []string
 	// Authenticator verifies credentials; nil runs without
 	// authentication (every caller anonymous, client headers forwarded
 	// as they are).
@@ -106,8 +110,10 @@ type Pipeline struct {
 	opts    Options
 	decider atomic.Pointer[deciderBox]
 	origins map[string]bool
-	log     *slog.Logger
-	m       *Metrics
+	// tenantArgs are the lower-case tenant-like argument names.
+	tenantArgs map[string]bool
+	log        *slog.Logger
+	m          *Metrics
 }
 
 type deciderBox struct{ Decider }
@@ -117,6 +123,10 @@ func New(d Decider, o Options) *Pipeline {
 	p := &Pipeline{opts: o, log: o.Logger, m: o.Metrics, origins: map[string]bool{}}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
+	}
+	p.tenantArgs = map[string]bool{}
+	for _, n := range append(DefaultTenantArguments, o.TenantArguments...) {
+		p.tenantArgs[strings.ToLower(n)] = true
 	}
 	for _, origin := range o.AllowedOrigins {
 		p.origins[strings.ToLower(strings.TrimSuffix(origin, "/"))] = true
@@ -503,6 +513,7 @@ func (p *Pipeline) decide(ctx context.Context, x *Exchange, phase string, items 
 		}
 		if msg.Method == "tools/call" {
 			in.Tool = p.tool(r.Upstream, msg.Name)
+			in.Message.TenantArguments = tenantArguments(msg.Arguments, p.tenantArgs)
 		}
 	}
 	start := time.Now()

@@ -29,6 +29,7 @@ var (
 	kName            = ast.StringTerm("name")
 	kURI             = ast.StringTerm("uri")
 	kArguments       = ast.StringTerm("arguments")
+	kTenantArguments = ast.StringTerm("tenant_arguments")
 	kClient          = ast.StringTerm("client")
 	kTool            = ast.StringTerm("tool")
 	kDeclared        = ast.StringTerm("declared")
@@ -160,6 +161,13 @@ func messageValue(m *Message, c *termCaches) (ast.Object, error) {
 			return nil, fmt.Errorf("message arguments: %w", err)
 		}
 		kv = append(kv, [2]*ast.Term{kArguments, ast.NewTerm(args)})
+	}
+	if len(m.TenantArguments) > 0 {
+		names := make([]*ast.Term, len(m.TenantArguments))
+		for i, n := range m.TenantArguments {
+			names[i] = ast.StringTerm(n)
+		}
+		kv = append(kv, [2]*ast.Term{kTenantArguments, ast.ArrayTerm(names...)})
 	}
 	if m.Client != nil {
 		kv = append(kv, [2]*ast.Term{kClient, c.client(m.Client)})

@@ -56,6 +56,12 @@ type Message struct {
 	// (normally an object), already checked as strict JSON by gateway/mcp.
 	// The engine converts it to an OPA value without a JSON round trip.
 	Arguments jsontext.Value `json:"arguments,omitempty"`
+	// TenantArguments are the top-level argument names of a tools/call
+	// that would choose a tenant (tenant, tenant_id, workspace_id, org_id
+	// and policy.tenant_arguments, compared case-insensitively), found by
+	// the gateway; absent when there are none. The policy refuses such a
+	// call: the tenant comes from the credential (seed 002).
+	TenantArguments []string `json:"tenant_arguments,omitempty"`
 	// Client is clientInfo from _meta (2026-07-28) or initialize.
 	Client *Client `json:"client,omitempty"`
 }

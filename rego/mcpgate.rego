@@ -133,6 +133,7 @@ _allowed if {
 	is_string(input.message.name)
 	input.message.name != ""
 	is_object(object.get(input.message, "arguments", {}))
+	not input.message.tenant_arguments
 	_tool_visible(input.tool)
 }
 
@@ -202,6 +203,19 @@ _deny contains _reason_missing_param(param, list_method) if {
 }
 
 _deny contains _reason_arguments_not_object if _bad_arguments
+
+_deny contains _reason_tenant_arguments(names) if {
+	_method == "tools/call"
+	names := _tenant_arguments
+	count(names) > 0
+}
+
+# The tenant-like arguments of a tools/call, as the gateway found them
+# (input.message.tenant_arguments: tenant, tenant_id, workspace_id, org_id
+# and the configured policy.tenant_arguments, case-insensitive). The tenant
+# comes from the verified credential, never from a tool argument (seed
+# 002, tenant binding), so such a call is refused with the reason.
+_tenant_arguments := {n | some n in input.message.tenant_arguments}
 
 _deny contains reason if {
 	_method == "tools/call"
@@ -325,6 +339,13 @@ _reason_missing_param(param, list_method) := {
 	"cause": sprintf("%s needs params.%s.", [_method, param]),
 	"fix": sprintf("Call %s with params.%s set to an entry of %s.", [_method, param, list_method]),
 	"next_tool": list_method,
+}
+
+_reason_tenant_arguments(names) := {
+	"code": "tenant_argument",
+	"cause": sprintf("The argument %s would choose a tenant; the tenant comes from your credential, not from tool arguments.", [concat(", ", sort(names))]),
+	"fix": "Call the tool again without it.",
+	"next_tool": input.message.name,
 }
 
 _reason_arguments_not_object := {

@@ -158,6 +158,19 @@ test_arguments_must_be_object if {
 	_allowed(json.remove(_call(_search, _anonymous), ["message/arguments"]))
 }
 
+test_tenant_arguments_refused if {
+	input_ := json.patch(_call(_search, _anonymous), [
+		{"op": "add", "path": "/message/arguments/Tenant_ID", "value": "globex"},
+		{"op": "add", "path": "/message/tenant_arguments", "value": ["Tenant_ID"]},
+	])
+	d := mcpgate.decision with input as input_
+	not d.allow
+	d.reasons[0].code == "tenant_argument"
+	d.reasons[0].next_tool == "search"
+	contains(d.reasons[0].cause, "Tenant_ID")
+	_allowed(json.remove(input_, ["message/tenant_arguments"]))
+}
+
 # --- tools/call ----------------------------------------------------------------
 
 test_declared_tool_allowed_with_effect if {

@@ -237,3 +237,19 @@ func TestTransportGateHeaders(t *testing.T) {
 		})
 	}
 }
+
+// TestTenantArgumentRefused: the naive demo upstream takes the tenant from
+// an argument; through mcpgate such a call is a tool error naming the
+// argument, and the upstream runs nothing.
+func TestTenantArgumentRefused(t *testing.T) {
+	e := start(t, nil)
+	cs := connect(t, e.url, "2026-07-28")
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "find_customers", Arguments: map[string]any{"query": "a", "tenant": "globex"}})
+	if err != nil || !res.IsError {
+		t.Fatalf("want a tool error, got %v %+v", err, res)
+	}
+	checkToolErrorText(t, res.Content[0].(*sdk.TextContent).Text, res.StructuredContent, "tenant_argument")
+	if n := e.upstream.Calls("find_customers"); n != 0 {
+		t.Errorf("upstream ran find_customers %d times", n)
+	}
+}

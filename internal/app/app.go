@@ -85,6 +85,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 		MaxJSONDepth:     cfg.Limits.MaxJSONDepth,
 		MaxSSEEventBytes: cfg.Limits.MaxSSEEventBytes,
 		AllowedOrigins:   cfg.Transport.AllowedOrigins,
+		TenantArguments:  cfg.Policy.TenantArguments,
 		Authenticator:    authenticator,
 		ResourceMetadata: metadata,
 		Logger:           log,
