@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"strings"
+	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -19,7 +20,11 @@ func tenantArguments(args jsontext.Value, names map[string]bool) []string {
 	if len(args) == 0 || args[0] != '{' {
 		return nil
 	}
-	dec := jsontext.NewDecoder(bytes.NewReader(args))
+	d := decoders.Get().(*pooledDecoder)
+	defer decoders.Put(d)
+	d.r.Reset(args)
+	d.dec.Reset(&d.r)
+	dec := d.dec
 	if _, err := dec.ReadToken(); err != nil {
 		return nil
 	}
@@ -38,3 +43,16 @@ func tenantArguments(args jsontext.Value, names map[string]bool) []string {
 	}
 	return found
 }
+
+// pooledDecoder is a reusable decoder over a byte slice: the name scan runs
+// on every tools/call.
+type pooledDecoder struct {
+	r   bytes.Reader
+	dec *jsontext.Decoder
+}
+
+var decoders = sync.Pool{New: func() any {
+	d := &pooledDecoder{}
+	d.dec = jsontext.NewDecoder(&d.r)
+	return d
+}}
