@@ -184,18 +184,7 @@ func (s *Store) check(ctx context.Context) error {
 
 // wrap maps bbolt's closed-database error to store.ErrClosed and names the
 // operation.
-func wrap(op string, err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, bolterrors.ErrDatabaseNotOpen):
-		return fmt.Errorf("%s: %w", op, store.ErrClosed)
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrExists),
-		errors.Is(err, store.ErrInvalid), errors.Is(err, store.ErrClosed):
-		return err
-	}
-	return fmt.Errorf("%s: %w", op, err)
-}
+func wrap(op string, err error) error { return store.Wrap(op, err, bolterrors.ErrDatabaseNotOpen) }
 
 // Ping checks that the file is open and readable.
 func (s *Store) Ping(ctx context.Context) error {

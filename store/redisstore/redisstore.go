@@ -198,18 +198,7 @@ func (s *Store) check(ctx context.Context) error {
 	return ctx.Err()
 }
 
-func wrap(op string, err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, redis.ErrClosed):
-		return fmt.Errorf("%s: %w", op, store.ErrClosed)
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrExists),
-		errors.Is(err, store.ErrInvalid), errors.Is(err, store.ErrClosed):
-		return err
-	}
-	return fmt.Errorf("%s: %w", op, err)
-}
+func wrap(op string, err error) error { return store.Wrap(op, err, redis.ErrClosed) }
 
 func score(t time.Time) float64 { return float64(codec.Micros(t)) }
 
