@@ -292,3 +292,19 @@ func CheckID(what, v string) error {
 	}
 	return nil
 }
+
+// CheckBinding validates the arguments of SessionStore.BindSession: a
+// valid session id, a valid binding and a positive ttl; the error wraps
+// ErrInvalid. Backends call it before writing.
+func CheckBinding(sessionID string, b SessionBinding, ttl time.Duration) error {
+	if err := CheckID("session id", sessionID); err != nil {
+		return err
+	}
+	if err := b.Validate(); err != nil {
+		return err
+	}
+	if ttl <= 0 {
+		return fmt.Errorf("%w: session ttl %s is not positive", ErrInvalid, ttl)
+	}
+	return nil
+}

@@ -396,14 +396,8 @@ func (s *Store) BindSession(ctx context.Context, sessionID string, b store.Sessi
 	if err := s.check(ctx); err != nil {
 		return err
 	}
-	if err := store.CheckID("session id", sessionID); err != nil {
+	if err := store.CheckBinding(sessionID, b, ttl); err != nil {
 		return err
-	}
-	if err := b.Validate(); err != nil {
-		return err
-	}
-	if ttl <= 0 {
-		return fmt.Errorf("%w: session ttl %s is not positive", store.ErrInvalid, ttl)
 	}
 	ms := (ttl + time.Millisecond - 1) / time.Millisecond
 	n, err := bindSession.Run(ctx, s.rdb, []string{s.kSession(sessionID)},
