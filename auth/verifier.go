@@ -357,22 +357,10 @@ func (v *Verifier) verifyJWT(ctx context.Context, raw, audience string, key [32]
 	if !ok {
 		return nil, newError(ReasonMalformed, errors.New("claim \"exp\": missing"))
 	}
-	if !now.Before(exp.Add(skew)) {
-		return nil, newError(ReasonExpired, fmt.Errorf("token expired at %s", exp.UTC().Format(time.RFC3339)))
-	}
-	if err := checkNotBefore(m, now, skew); err != nil {
+	claims, err := iss.validClaims(m, exp, true, now)
+	if err != nil {
 		return nil, err
 	}
-	auds, err := m.audiences()
-	if err != nil {
-		return nil, newError(ReasonMalformed, err)
-	}
-	claims, err := iss.mapClaims(m)
-	if err != nil {
-		return nil, newError(ReasonMalformed, err)
-	}
-	claims.Expiry = exp
-	claims.Audience = canonicalAudiences(auds)
 	e := &cacheEntry{
 		claims:     claims,
 		audiences:  claims.Audience,
@@ -403,6 +391,28 @@ func (v *Verifier) verifyOpaque(ctx context.Context, raw, audience string, key [
 	if err != nil {
 		return nil, newError(ReasonMalformed, err)
 	}
+	claims, err := iss.validClaims(m, exp, hasExp, now)
+	if err != nil {
+		return nil, err
+	}
+	claims.Introspected = true
+	e := &cacheEntry{claims: claims, audiences: claims.Audience, issuer: iss}
+	if hasExp {
+		e.validUntil = exp.Add(skew)
+		if ttl := iss.introspector.ttl; ttl > 0 && now.Add(ttl).Before(e.validUntil) {
+			e.validUntil = now.Add(ttl)
+		}
+		v.cache.put(key, e, now)
+	}
+	return e.check(audience)
+}
+
+// validClaims applies the time checks (exp when hasExp, nbf and iat, with
+// the issuer's skew) shared by signed and introspected tokens and maps the
+// claims; audiences are returned canonical, not yet checked against the
+// route.
+func (iss *issuer) validClaims(m rawClaims, exp time.Time, hasExp bool, now time.Time) (*Claims, error) {
+	skew := iss.cfg.ClockSkew
 	if hasExp && !now.Before(exp.Add(skew)) {
 		return nil, newError(ReasonExpired, fmt.Errorf("token expired at %s", exp.UTC().Format(time.RFC3339)))
 	}
@@ -419,16 +429,7 @@ func (v *Verifier) verifyOpaque(ctx context.Context, raw, audience string, key [
 	}
 	claims.Expiry = exp
 	claims.Audience = canonicalAudiences(auds)
-	claims.Introspected = true
-	e := &cacheEntry{claims: claims, audiences: claims.Audience, issuer: iss}
-	if hasExp {
-		e.validUntil = exp.Add(skew)
-		if ttl := iss.introspector.ttl; ttl > 0 && now.Add(ttl).Before(e.validUntil) {
-			e.validUntil = now.Add(ttl)
-		}
-		v.cache.put(key, e, now)
-	}
-	return e.check(audience)
+	return claims, nil
 }
 
 // checkNotBefore refuses tokens whose nbf or iat lies beyond now + skew.
