@@ -315,7 +315,8 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 	}
 	x.msg = msg
 	x.label = MethodLabel(msg)
-	if msg.Kind != mcp.KindResponse && !mcp.KnownMethodIn(mcp.EffectiveVersion(r.Header, msg), msg.Method, msg.Kind) {
+	x.version = mcp.EffectiveVersion(r.Header, msg)
+	if msg.Kind != mcp.KindResponse && !mcp.KnownMethodIn(x.version, msg.Method, msg.Kind) {
 		x.outcome = OutcomeInvalid
 		if msg.Kind == mcp.KindNotification {
 			return Verdict{Local: local(404, nil)}
@@ -329,7 +330,6 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 		}
 		return Verdict{Local: local(herr.Status, mcp.ErrorResponse(idOrNull(msg.ID), herr))}
 	}
-	x.version = mcp.EffectiveVersion(r.Header, msg)
 	if msg.Kind == mcp.KindResponse && x.version >= mcp.Version20260728 {
 		// Revision 2026-07-28 has no server-to-client requests a client
 		// could answer on this endpoint.
