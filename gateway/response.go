@@ -243,15 +243,9 @@ func (w *EventRewriter) Write(chunk []byte, emit func([]byte) error) error {
 	if w.failed {
 		return nil
 	}
-	var emitErr error
-	err := w.s.Write(chunk, func(raw []byte) error {
-		if emitErr = w.event(raw, emit); emitErr != nil {
-			return emitErr
-		}
-		return nil
-	})
-	if err == nil || emitErr != nil {
-		return err
+	err := w.s.Write(chunk, func(raw []byte) error { return w.event(raw, emit) })
+	if !errors.Is(err, sse.ErrEventTooLarge) {
+		return err // nil, or the client write failed
 	}
 	w.failed = true
 	w.x.p.log.LogAttrs(w.ctx, slog.LevelWarn, "upstream event stream withheld", slog.String("mcp_method", w.x.label), slog.Any("error", err))
