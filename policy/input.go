@@ -47,6 +47,9 @@ var (
 	kIssuer          = ast.StringTerm("issuer")
 	kClientID        = ast.StringTerm("client_id")
 	kConnection      = ast.StringTerm("connection")
+	kCredentialID    = ast.StringTerm("credential_id")
+	kTokenRights     = ast.StringTerm("token_rights")
+	kLiveRights      = ast.StringTerm("live_rights")
 )
 
 // vocabulary holds ready terms for the strings that recur in inputs:
@@ -125,7 +128,8 @@ func inputValue(in *Input, c *termCaches) (ast.Value, error) {
 	}
 	p := anonymousTerm
 	if pr := &in.Principal; pr.Authenticated || pr.Tenant != "" || pr.Subject != "" || len(pr.Rights) > 0 ||
-		pr.CredentialKind != "" || pr.Issuer != "" || pr.ClientID != "" || pr.Connection != "" {
+		len(pr.TokenRights) > 0 || pr.LiveRights != nil || pr.CredentialKind != "" || pr.CredentialID != "" ||
+		pr.Issuer != "" || pr.ClientID != "" || pr.Connection != "" {
 		p = ast.NewTerm(principalValue(pr))
 	}
 	items = append(items, [2]*ast.Term{kPrincipal, p})
@@ -206,18 +210,25 @@ func toolValue(t *Tool) *ast.Term {
 }
 
 func principalValue(p *Principal) ast.Object {
-	kv := make([][2]*ast.Term, 1, 8)
+	kv := make([][2]*ast.Term, 1, 12)
 	kv[0] = [2]*ast.Term{kAuthenticated, ast.InternedTerm(p.Authenticated)}
 	for _, f := range [...]struct {
 		k *ast.Term
 		v string
-	}{{kTenant, p.Tenant}, {kSubject, p.Subject}, {kCredentialKind, p.CredentialKind}, {kIssuer, p.Issuer}, {kClientID, p.ClientID}, {kConnection, p.Connection}} {
+	}{{kTenant, p.Tenant}, {kSubject, p.Subject}, {kCredentialKind, p.CredentialKind}, {kCredentialID, p.CredentialID},
+		{kIssuer, p.Issuer}, {kClientID, p.ClientID}, {kConnection, p.Connection}} {
 		if f.v != "" {
 			kv = append(kv, [2]*ast.Term{f.k, str(f.v)})
 		}
 	}
 	if len(p.Rights) > 0 {
 		kv = append(kv, [2]*ast.Term{kRights, stringsTerm(p.Rights)})
+	}
+	if len(p.TokenRights) > 0 {
+		kv = append(kv, [2]*ast.Term{kTokenRights, stringsTerm(p.TokenRights)})
+	}
+	if p.LiveRights != nil {
+		kv = append(kv, [2]*ast.Term{kLiveRights, stringsTerm(p.LiveRights)})
 	}
 	return ast.NewObject(kv...)
 }

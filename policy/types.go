@@ -77,6 +77,9 @@ const (
 	// CredentialOAuth: an OAuth 2.1 access token verified against a
 	// configured issuer (JWT or introspection).
 	CredentialOAuth = "oauth"
+	// CredentialGatewayToken: an MCP token issued by mcpgate itself
+	// (prefix "mcpg_"), bound to one tenant and one creator.
+	CredentialGatewayToken = "gateway_token"
 )
 
 // Principal is the verified caller, read from the credential only (never
@@ -88,18 +91,32 @@ type Principal struct {
 	Tenant string `json:"tenant,omitempty"`
 	// Subject is the person or service the credential speaks for.
 	Subject string `json:"subject,omitempty"`
-	// Rights are the credential's rights; for an OAuth token, its scopes.
+	// Rights are the effective rights: TokenRights ∩ LiveRights when a
+	// rights source is configured, else TokenRights. The default policy
+	// checks tools against them.
 	Rights []string `json:"rights,omitempty"`
-	// CredentialKind is how the caller authenticated: CredentialOAuth.
+	// TokenRights are the credential's own rights: an OAuth token's
+	// scopes, a gateway token's rights as granted.
+	TokenRights []string `json:"token_rights,omitempty"`
+	// LiveRights are the subject's current rights from the rights source,
+	// looked up for this message; nil (absent from the input) when no
+	// rights source is configured, non-nil (possibly empty) otherwise.
+	LiveRights []string `json:"live_rights,omitzero"`
+	// CredentialKind is how the caller authenticated: CredentialOAuth or
+	// CredentialGatewayToken.
 	CredentialKind string `json:"credential_kind,omitempty"`
+	// CredentialID identifies the credential: a gateway token's id, an
+	// OAuth token's jti ("" when it has none).
+	CredentialID string `json:"credential_id,omitempty"`
 	// Issuer is the issuer identifier of an OAuth token.
 	Issuer string `json:"issuer,omitempty"`
 	// ClientID is the OAuth client the token was issued to ("" if the
 	// token names none).
 	ClientID string `json:"client_id,omitempty"`
-	// Connection identifies the connection (ARCHITECTURE.md): for OAuth
-	// a hash of (issuer, subject, client id, tenant), stable across token
-	// refresh. Replay windows, limits and audit key on it.
+	// Connection identifies the connection (ARCHITECTURE.md): a gateway
+	// token's id; for OAuth a hash of (issuer, subject, client id,
+	// tenant), stable across token refresh. Replay windows, limits and
+	// audit key on it.
 	Connection string `json:"connection,omitempty"`
 }
 

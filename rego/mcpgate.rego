@@ -12,12 +12,16 @@
 #     sends to server requests are not evaluated);
 #   - a tool nobody declared is neither listed nor callable;
 #   - a declared tool marked hidden is neither listed nor callable;
-#   - an authenticated caller must hold every right a tool declares, for
-#     the tool to be listed and to be called. For an OAuth access token
-#     (input.principal.credential_kind "oauth") the rights are the token's
-#     scopes, and a shortfall is the reason insufficient_scope (mcpgate
-#     answers HTTP 403 so the client can re-authorise); otherwise it is
-#     missing_rights (a tool error). Both reasons list the missing rights.
+#   - an authenticated caller's effective rights (input.principal.rights:
+#     the credential's rights ∩ the person's live rights) must hold every
+#     right a tool declares, for the tool to be listed and to be called.
+#     A right the OAuth access token's scopes lack
+#     (input.principal.credential_kind "oauth", token_rights) is the
+#     reason insufficient_scope: mcpgate answers HTTP 403 so the client
+#     can re-authorise. A right the token carries but the person no longer
+#     holds (live_rights), or any shortfall of a gateway token, is
+#     missing_rights: a tool error, since re-authorising cannot fix it.
+#     Both reasons list the missing rights.
 #     Without authentication (input.principal.authenticated false: the
 #     gateway runs with no auth section) the rights check is skipped: the
 #     caller is the gateway's operator, and declaration still gates.
@@ -281,18 +285,46 @@ _refusals_hidden(tool) := {_reason_tool_hidden(tool.name)} if {
 	tool.hidden == true
 } else := set()
 
-_refusals_rights(tool) := {_reason_rights(tool.name, sort(missing))} if {
+_refusals_rights(tool) := _refusals_scope(tool) | _refusals_live(tool) if {
 	tool.declared == true
 	input.principal.authenticated == true
-	held := {r | some r in object.get(input.principal, "rights", [])}
-	missing := {r | some r in object.get(tool, "rights", [])} - held
+} else := set()
+
+# The rights a tool declares that the credential itself lacks: for an
+# OAuth token, its scopes (the client can ask for more: insufficient_scope).
+_refusals_scope(tool) := {_reason_insufficient_scope(tool.name, sort(missing))} if {
+	_credential_kind == "oauth"
+	missing := _needed(tool) - _token_rights
 	count(missing) > 0
 } else := set()
 
-# A shortfall of an OAuth token's scopes: the client can ask for more.
-_reason_rights(name, missing) := _reason_insufficient_scope(name, missing) if {
-	input.principal.credential_kind == "oauth"
-} else := _reason_missing_rights(name, missing)
+# The rights a tool declares that the effective rights lack, beyond any
+# scope shortfall: the person's live rights no longer hold them, or (for a
+# gateway token) the token was never granted them. A tool error.
+_refusals_live(tool) := {_reason_missing_rights(tool.name, sort(missing))} if {
+	_credential_kind == "oauth"
+	missing := (_needed(tool) & _token_rights) - _held
+	count(missing) > 0
+} else := {_reason_missing_rights(tool.name, sort(missing))} if {
+	_credential_kind != "oauth"
+	missing := _needed(tool) - _held
+	count(missing) > 0
+} else := set()
+
+default _credential_kind := ""
+
+_credential_kind := input.principal.credential_kind
+
+_needed(tool) := {r | some r in object.get(tool, "rights", [])}
+
+# The effective rights.
+_held := {r | some r in object.get(input.principal, "rights", [])}
+
+# The credential's own rights; inputs without token_rights (no live rights
+# in play) carry them in rights.
+_token_rights := {r | some r in input.principal.token_rights} if {
+	input.principal.token_rights
+} else := _held
 
 # --- phase "list" ------------------------------------------------------------
 

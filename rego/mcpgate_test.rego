@@ -264,6 +264,59 @@ test_token_scopes_shortfall_is_insufficient_scope if {
 	}]
 }
 
+# An OAuth token whose scopes cover crm.admin, for a person whose live
+# rights no longer include it: effective rights lack it.
+_token_live := object.union(_token, {
+	"token_rights": ["crm.read", "crm.write", "crm.admin"],
+	"live_rights": ["crm.read", "crm.write"],
+	"rights": ["crm.read", "crm.write"],
+})
+
+test_live_rights_shortfall_is_missing_rights_not_scope if {
+	d := mcpgate.decision with input as _call(_purge, _token_live)
+	d.allow == false
+	d.reasons == [{
+		"code": "missing_rights",
+		"cause": "Tool \"purge\" needs the rights \"crm.admin\", which you do not hold.",
+		"fix": "Ask an administrator of your organisation for these rights, or call tools/list to see the tools you can use.",
+		"next_tool": "tools/list",
+		"rights": ["crm.admin"],
+	}]
+}
+
+test_scope_and_live_shortfalls_both_reported if {
+	tool := object.union(_purge, {"rights": ["crm.admin", "crm.export"]})
+	d := mcpgate.decision with input as _call(tool, _token_live)
+	{[r.code, r.rights] | some r in d.reasons} == {["insufficient_scope", ["crm.export"]], ["missing_rights", ["crm.admin"]]}
+}
+
+test_live_rights_cover_the_tool if {
+	_allowed(_call(_search, _token_live))
+	_allowed(_call(_update, _token_live))
+}
+
+test_list_filters_by_effective_rights if {
+	d := mcpgate.decision with input as _list("tools/list", _tool_items, _token_live)
+	not "purge" in d.visible
+	"search" in d.visible
+}
+
+# A gateway-issued MCP token: every shortfall is a tool error.
+_gateway_token := {
+	"authenticated": true, "tenant": "acme", "subject": "alice", "credential_kind": "gateway_token",
+	"credential_id": "tok_0123", "connection": "tok_0123",
+	"token_rights": ["crm.read", "crm.admin"], "live_rights": ["crm.read"], "rights": ["crm.read"],
+}
+
+test_gateway_token_shortfall_is_missing_rights if {
+	d := mcpgate.decision with input as _call(_purge, _gateway_token)
+	_codes(d) == {"missing_rights"}
+	d.reasons[0].rights == ["crm.admin"]
+	d2 := mcpgate.decision with input as _call(_update, _gateway_token)
+	_codes(d2) == {"missing_rights"}
+	_allowed(_call(_search, _gateway_token))
+}
+
 test_token_scopes_cover_the_tool if {
 	_allowed(_call(_search, _token))
 	_allowed(_call(_update, _token))
