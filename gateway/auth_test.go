@@ -24,6 +24,9 @@ func (f *fakeAuth) Authenticate(_ context.Context, r *gateway.Request) (*policy.
 	switch {
 	case h == "":
 		return nil, &gateway.AuthFailure{Status: 401, WWWAuthenticate: `Bearer resource_metadata="https://gw/.well-known/oauth-protected-resource/mcp"`, Code: gateway.AuthMissingToken, Message: "No token.", Fix: "Send one."}
+	case h == "Bearer other":
+		return &policy.Principal{Authenticated: true, Subject: "mallory", Tenant: "globex", CredentialKind: policy.CredentialGatewayToken,
+			CredentialID: "tok_y", Connection: "tok_y"}, nil
 	case h == "Bearer down":
 		return nil, &gateway.AuthFailure{Status: 503, Code: gateway.AuthUnavailable, Message: "Cannot check."}
 	case strings.HasPrefix(h, "Bearer good-"):

@@ -18,6 +18,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/gateway/refusal"
 	"github.com/mcpgate/mcpgate/policy"
+	"github.com/mcpgate/mcpgate/store"
 )
 
 // Transport kinds, the values of the metrics label "transport".
@@ -101,8 +102,25 @@ type Options struct {
 	// documents (RFC 9728) the pipeline serves itself, unauthenticated,
 	// to GET: request path → JSON document. Set with an Authenticator.
 	ResourceMetadata map[string][]byte
-	Logger           *slog.Logger
-	Metrics          *Metrics
+	// Asserter signs the identity assertion forwarded requests carry
+	// (AssertionHeader); nil forwards none. Used with an Authenticator.
+	Asserter Asserter
+	// JWKS returns the public keys of the assertions (a JWK Set), served
+	// at JWKSPath; nil serves nothing there.
+	JWKS func() []byte
+	// Sessions binds older revisions' session ids to the principal that
+	// created them; nil leaves sessions to the upstream alone.
+	Sessions store.SessionStore
+	// SessionTTL is how long a binding lives (DefaultSessionTTL when 0).
+	SessionTTL time.Duration
+	// StripHeaders are further request header fields (lower case) removed
+	// before forwarding, e.g. the tenant header the authenticator read.
+	StripHeaders []string
+	// Audit, when set, receives one record per tools/call that reached a
+	// decision (allowed, refused); it must not block (see store.Auditor).
+	Audit   func(ctx context.Context, r store.AuditRecord)
+	Logger  *slog.Logger
+	Metrics *Metrics
 }
 
 // Pipeline runs the gates of ARCHITECTURE.md on each message.
@@ -183,6 +201,7 @@ const (
 
 // Exchange carries one request's state to its response phase.
 type Exchange struct {
+	ctx      context.Context
 	p        *Pipeline
 	req      *Request
 	msg      *mcp.Message
@@ -220,7 +239,7 @@ func local(status int, body []byte) *Local {
 // hands them over although no upstream is routed there.
 func (p *Pipeline) AnswersPath(path string) bool {
 	_, ok := p.opts.ResourceMetadata[path]
-	return ok
+	return ok || (path == JWKSPath && p.opts.JWKS != nil)
 }
 
 // HandleRequest runs the request-side gates in order: Origin, HTTP method,
@@ -228,7 +247,7 @@ func (p *Pipeline) AnswersPath(path string) bool {
 // JSON-RPC shape, known method, MCP headers, authentication (when an
 // Authenticator is set), then the policy decision.
 func (p *Pipeline) HandleRequest(ctx context.Context, r *Request) (*Exchange, Verdict) {
-	x := &Exchange{p: p, req: r, start: time.Now(), label: LabelNone}
+	x := &Exchange{ctx: ctx, p: p, req: r, start: time.Now(), label: LabelNone}
 	v := p.handle(ctx, x)
 	if v.Local != nil && x.outcome == OutcomeAllow {
 		x.outcome = OutcomeLocal
@@ -263,6 +282,9 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 	if doc, ok := p.opts.ResourceMetadata[r.Path]; ok {
 		return resourceMetadata(x, doc)
 	}
+	if r.Path == JWKSPath && p.opts.JWKS != nil {
+		return serveJWKS(x, p.opts.JWKS())
+	}
 	switch r.Method {
 	case "POST":
 	case "OPTIONS":
@@ -279,6 +301,9 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 			return Verdict{Local: local(400, mcp.ErrorResponse(jsonNull, &mcp.Error{Code: mcp.CodeInvalidRequest, Message: r.Method + " carries no JSON-RPC message: no body, Mcp-Method or Mcp-Name"}))}
 		}
 		if l := p.authenticate(ctx, x); l != nil {
+			return Verdict{Local: l}
+		}
+		if l := p.checkSession(ctx, x); l != nil {
 			return Verdict{Local: l}
 		}
 		x.outcome = OutcomeAllow
@@ -339,6 +364,9 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 	if l := p.authenticate(ctx, x); l != nil {
 		return Verdict{Local: l}
 	}
+	if l := p.checkSession(ctx, x); l != nil {
+		return Verdict{Local: l}
+	}
 	if msg.Kind == mcp.KindResponse {
 		// A client's answer to a server request (older revisions) decides
 		// nothing; it is relayed to the upstream that asked.
@@ -347,6 +375,7 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 	}
 	d := p.decide(ctx, x, policy.PhaseRequest, nil)
 	x.decision = d
+	p.audit(ctx, x, d)
 	if !d.Allow {
 		if x.outcome == "" {
 			x.outcome = OutcomeDeny
@@ -448,6 +477,12 @@ func authLocal(f *AuthFailure, msg *mcp.Message, reasons []policy.Reason, decisi
 		}
 		l.Header.Set("www-authenticate", f.WWWAuthenticate)
 	}
+	if f.Status == 503 {
+		if l.Header == nil {
+			l.Header = mcp.Header{}
+		}
+		l.Header.Set("retry-after", RetryAfterSeconds)
+	}
 	return l
 }
 
@@ -491,8 +526,15 @@ func (p *Pipeline) forwardVerdict(x *Exchange, body []byte, changed bool) Verdic
 		v.Body, v.BodyChanged = body, true
 		v.RemoveHeader = []string{"content-encoding"}
 	}
+	v.RemoveHeader = append(v.RemoveHeader, AssertionHeader)
 	if p.opts.Authenticator != nil {
 		v.RemoveHeader = append(v.RemoveHeader, credentialHeaders...)
+	}
+	v.RemoveHeader = append(v.RemoveHeader, p.opts.StripHeaders...)
+	if err := p.assert(x, &v); err != nil {
+		p.log.LogAttrs(x.ctx, slog.LevelError, "identity assertion cannot be signed; request refused", slog.Any("error", err))
+		x.outcome = OutcomeError
+		return Verdict{Local: unavailable(x.msg, "The gateway cannot vouch for your identity to the upstream right now.")}
 	}
 	return v
 }

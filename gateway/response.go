@@ -55,6 +55,12 @@ const UpstreamFailure = "The upstream MCP server could not be reached or answere
 // ResponseHeaders decides how the upstream's response is relayed. Only
 // results the policy shapes are inspected; everything else passes through.
 func (x *Exchange) ResponseHeaders(status int, h mcp.Header) (ResponseMode, error) {
+	if x.msg != nil && x.msg.Method == "initialize" && status/100 == 2 {
+		if err := x.bindSession(h); err != nil {
+			return PassThrough, err
+		}
+	}
+	x.unbindSession(status)
 	if x.listKind == "" {
 		return PassThrough, nil
 	}

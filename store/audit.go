@@ -41,7 +41,8 @@ func WithAuditWriteTimeout(d time.Duration) AuditorOption {
 }
 
 // NewAuditor writes to s and to log (see NewAuditLogger); a nil log
-// discards the log side.
+// discards the log side, a nil s the store side (records are only logged;
+// RunRetention then returns at once).
 func NewAuditor(s AuditStore, log *slog.Logger, opts ...AuditorOption) *Auditor {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -86,6 +87,10 @@ func (a *Auditor) Record(ctx context.Context, r AuditRecord) (AuditRecord, error
 	if err := r.Validate(); err != nil {
 		a.emit(ctx, r, err)
 		return r, fmt.Errorf("audit: %w", err)
+	}
+	if a.store == nil {
+		a.emit(ctx, r, nil)
+		return r, nil
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.timeout)
 	defer cancel()
@@ -138,6 +143,9 @@ func (a *Auditor) emit(ctx context.Context, r AuditRecord, storeErr error) {
 // retention", level WARN) and retried at the next tick. Several replicas
 // may run it at once.
 func (a *Auditor) RunRetention(ctx context.Context, every, keep time.Duration) error {
+	if a.store == nil {
+		return nil
+	}
 	if every <= 0 || keep <= 0 {
 		return fmt.Errorf("%w: audit retention every=%s keep=%s, both must be positive", ErrInvalid, every, keep)
 	}

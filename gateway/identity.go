@@ -1,0 +1,213 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/mcpgate/mcpgate/gateway/mcp"
+	"github.com/mcpgate/mcpgate/gateway/refusal"
+	"github.com/mcpgate/mcpgate/policy"
+	"github.com/mcpgate/mcpgate/store"
+)
+
+// AssertionHeader is the request header field (lower case) that carries
+// mcpgate's signed identity assertion to the upstream; it equals
+// assertion.Header. A client-sent field of that name is always removed
+// before forwarding, whether or not an Asserter is configured.
+const AssertionHeader = "mcpgate-assertion"
+
+// JWKSPath is where the pipeline serves the public keys of its identity
+// assertions (RFC 7517 JWK Set), unauthenticated, when Options.JWKS is set.
+const JWKSPath = "/.well-known/jwks.json"
+
+// SessionHeader is the session id field of MCP revisions before
+// 2026-07-28 (Streamable HTTP, "Session Management").
+const SessionHeader = "mcp-session-id"
+
+// Asserter signs the identity assertion an upstream receives instead of
+// the client's credential (ARCHITECTURE.md, "Forward"); the internal/app
+// wiring implements it with the assertion package.
+type Asserter interface {
+	// Assert returns the assertion (a compact JWS) for principal p calling
+	// upstream with the self-reported client name client ("" if unknown).
+	Assert(p *policy.Principal, upstream, client string) (string, error)
+}
+
+// DefaultSessionTTL is how long a session id stays bound to its principal
+// when Options.SessionTTL is zero.
+const DefaultSessionTTL = 24 * time.Hour
+
+// checkSession enforces the binding of an older revision's session id to
+// the principal that created it: a request that carries Mcp-Session-Id
+// must come from the same connection, tenant and subject, otherwise it
+// gets 404 (the MCP answer to an unknown session) and learns nothing. It
+// returns the answer of a refused request, nil to go on.
+func (p *Pipeline) checkSession(ctx context.Context, x *Exchange) *Local {
+	s := p.opts.Sessions
+	id := x.req.Header.Get(SessionHeader)
+	if s == nil || id == "" || !x.input.Principal.Authenticated {
+		return nil
+	}
+	b, err := s.Session(ctx, id)
+	switch {
+	case err == nil && b == bindingOf(&x.input.Principal):
+		return nil
+	case err == nil || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalid):
+		x.outcome = OutcomeInvalid
+		if x.msg != nil && x.msg.Kind == mcp.KindNotification {
+			return local(404, nil)
+		}
+		var id []byte
+		if x.msg != nil {
+			id = x.msg.ID
+		}
+		return local(404, mcp.ErrorResponse(idOrNull(id), &mcp.Error{Code: mcp.CodeInvalidRequest,
+			Message: "Session not found: start a new session with initialize"}))
+	}
+	p.log.LogAttrs(ctx, slog.LevelError, "session store unavailable; request refused", slog.Any("error", err))
+	x.outcome = OutcomeError
+	return unavailable(x.msg, "The gateway cannot check the session right now.")
+}
+
+// bindSession binds the session id an upstream assigned in its answer to
+// initialize to the caller. A binding that cannot be stored fails the
+// exchange (the client would hold a session nobody can check).
+func (x *Exchange) bindSession(h mcp.Header) error {
+	s := x.p.opts.Sessions
+	id := h.Get(SessionHeader)
+	if s == nil || id == "" || !x.input.Principal.Authenticated {
+		return nil
+	}
+	ttl := x.p.opts.SessionTTL
+	if ttl <= 0 {
+		ttl = DefaultSessionTTL
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.ctx), 5*time.Second)
+	defer cancel()
+	if err := s.BindSession(ctx, id, bindingOf(&x.input.Principal), ttl); err != nil {
+		x.p.log.LogAttrs(ctx, slog.LevelError, "session binding failed; answer withheld", slog.Any("error", err))
+		return ErrUpstreamResponse
+	}
+	return nil
+}
+
+// unbindSession forgets a session the client ended (DELETE answered 2xx or
+// 404 by the upstream).
+func (x *Exchange) unbindSession(status int) {
+	s := x.p.opts.Sessions
+	id := x.req.Header.Get(SessionHeader)
+	if s == nil || id == "" || x.req.Method != "DELETE" || !(status/100 == 2 || status == 404) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.ctx), 5*time.Second)
+	defer cancel()
+	if err := s.UnbindSession(ctx, id); err != nil {
+		x.p.log.LogAttrs(ctx, slog.LevelWarn, "session unbinding failed; the binding expires on its own", slog.Any("error", err))
+	}
+}
+
+func bindingOf(pr *policy.Principal) store.SessionBinding {
+	return store.SessionBinding{Connection: pr.Connection, Tenant: pr.Tenant, Subject: pr.Subject}
+}
+
+// RetryAfterSeconds is the Retry-After value of 503 answers the gateway
+// gives when a dependency (token verification, rights source, state
+// store) cannot answer now.
+const RetryAfterSeconds = "5"
+
+// unavailable is the 503 answer (with Retry-After) to a message the
+// gateway cannot decide on now; fail closed.
+func unavailable(msg *mcp.Message, cause string) *Local {
+	reasons := []policy.Reason{{Code: "unavailable", Cause: cause, Fix: "Retry in a few seconds."}}
+	var l *Local
+	switch {
+	case msg != nil && msg.Kind == mcp.KindNotification:
+		l = local(503, nil)
+	case msg != nil && msg.Kind == mcp.KindRequest:
+		l = local(503, refusal.AuthError(msg.ID, reasons, ""))
+	default:
+		l = local(503, refusal.AuthError(jsonNull, reasons, ""))
+	}
+	if l.Header == nil {
+		l.Header = mcp.Header{}
+	}
+	l.Header.Set("retry-after", RetryAfterSeconds)
+	return l
+}
+
+// assert adds the signed identity assertion to a forwarded request.
+func (p *Pipeline) assert(x *Exchange, v *Verdict) error {
+	a := p.opts.Asserter
+	if a == nil || !x.input.Principal.Authenticated {
+		return nil
+	}
+	client := ""
+	if x.msg != nil {
+		if ci := clientInfo(x.msg); ci != nil {
+			client = ci.Name
+		}
+	}
+	tok, err := a.Assert(&x.input.Principal, x.req.Upstream, client)
+	if err != nil {
+		return err
+	}
+	v.SetHeader.Set(AssertionHeader, tok)
+	return nil
+}
+
+// serveJWKS answers GET /.well-known/jwks.json with the assertion keys.
+func serveJWKS(x *Exchange, doc []byte) Verdict {
+	switch x.req.Method {
+	case "GET":
+		x.outcome = OutcomeLocal
+		l := local(200, doc)
+		l.Header.Set("content-type", "application/jwk-set+json")
+		l.Header.Set("cache-control", "max-age=60")
+		return Verdict{Local: l}
+	case "OPTIONS":
+		x.outcome = OutcomeLocal
+		return Verdict{Local: preflight(x.req.Header)}
+	}
+	x.outcome = OutcomeInvalid
+	return Verdict{Local: &Local{Status: 405, Header: mcp.Header{"allow": {"GET, OPTIONS"}}}}
+}
+
+// Audit outcomes of tools/call records.
+const (
+	AuditAllowed = "allowed" // forwarded to the upstream
+	AuditDenied  = "denied"  // refused by the policy
+)
+
+// audit records a tools/call decision (ARCHITECTURE.md, step 12): every
+// call of a tool that is not read-only, and every refusal. The record
+// names the tool, the connection, the client and the decision id; never
+// arguments.
+func (p *Pipeline) audit(ctx context.Context, x *Exchange, d *policy.Decision) {
+	if p.opts.Audit == nil || x.msg.Method != "tools/call" {
+		return
+	}
+	outcome := AuditAllowed
+	if !d.Allow {
+		outcome = AuditDenied
+	} else if d.Effect == policy.EffectRead {
+		return
+	}
+	pr := &x.input.Principal
+	r := store.AuditRecord{
+		Channel: store.ChannelMCP, Tenant: pr.Tenant, Connection: pr.Connection, Subject: pr.Subject,
+		Action: x.msg.Name, Outcome: outcome, DecisionID: d.ID,
+		PublicIDs: map[string]string{"upstream": x.req.Upstream},
+	}
+	if c := x.input.Message.Client; c != nil {
+		r.Client = c.Name
+	}
+	if d.Effect != "" {
+		r.PublicIDs["effect"] = d.Effect
+	}
+	if !d.Allow && len(d.Reasons) > 0 {
+		r.PublicIDs["reason"] = d.Reasons[0].Code
+	}
+	p.opts.Audit(ctx, r)
+}

@@ -1,0 +1,243 @@
+package gateway_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp"
+	"github.com/mcpgate/mcpgate/policy"
+	"github.com/mcpgate/mcpgate/store"
+	"github.com/mcpgate/mcpgate/store/boltstore"
+)
+
+// recordingAsserter signs nothing: it returns a value naming what it was
+// asked, so the test sees the principal, upstream and client it got. The
+// real signer (package assertion) is tested on its own and end to end.
+type recordingAsserter struct {
+	err error
+}
+
+func (a *recordingAsserter) Assert(p *policy.Principal, upstream, client string) (string, error) {
+	if a.err != nil {
+		return "", a.err
+	}
+	return p.Connection + "|" + p.Tenant + "|" + upstream + "|" + client, nil
+}
+
+type auditLog struct {
+	mu   sync.Mutex
+	recs []store.AuditRecord
+}
+
+func (l *auditLog) add(_ context.Context, r store.AuditRecord) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.recs = append(l.recs, r)
+}
+
+func newIdentityPipeline(t *testing.T, o gateway.Options) *gateway.Pipeline {
+	t.Helper()
+	eng, err := policy.New(context.Background(), policy.Options{Declarations: benchDecls})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Declarations = benchDecls
+	o.MaxBodyBytes, o.MaxJSONDepth, o.MaxSSEEventBytes = 1<<16, 16, 1<<20
+	if o.Authenticator == nil {
+		o.Authenticator = &fakeAuth{}
+	}
+	return gateway.New(eng, o)
+}
+
+var callHeaders = func(tool string) []string {
+	return []string{"mcp-protocol-version", "2026-07-28", "mcp-method", "tools/call", "mcp-name", tool}
+}
+
+const clientMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"agent-x","version":"1"}}`
+
+func TestAssertionForwarded(t *testing.T) {
+	ctx := context.Background()
+	p := newIdentityPipeline(t, gateway.Options{Asserter: &recordingAsserter{}, StripHeaders: []string{"x-tenant"}})
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_booking","arguments":{},` + clientMeta + `}}`
+	_, v := p.HandleRequest(ctx, authReq("POST", "good-bookings:read", body,
+		append(callHeaders("get_booking"), gateway.AssertionHeader, "forged", "x-tenant", "acme")...))
+	if v.Local != nil {
+		t.Fatalf("refused: %d %s", v.Local.Status, v.Local.Body)
+	}
+	if got := v.SetHeader.Get(gateway.AssertionHeader); got != "oauth_x|acme|demo|agent-x" {
+		t.Errorf("assertion = %q", got)
+	}
+	for _, h := range []string{gateway.AssertionHeader, "authorization", "cookie", "x-tenant"} {
+		if !slices.Contains(v.RemoveHeader, h) {
+			t.Errorf("%s not removed: %v", h, v.RemoveHeader)
+		}
+	}
+}
+
+func TestClientAssertionStrippedWithoutAuth(t *testing.T) {
+	eng, err := policy.New(context.Background(), policy.Options{Declarations: benchDecls})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := gateway.New(eng, gateway.Options{Declarations: benchDecls, MaxBodyBytes: 1 << 16, MaxJSONDepth: 16, MaxSSEEventBytes: 1 << 20})
+	_, v := p.HandleRequest(context.Background(), authReq("POST", "", callBody("1", "get_booking"),
+		append(callHeaders("get_booking"), gateway.AssertionHeader, "forged")...))
+	if v.Local != nil {
+		t.Fatalf("refused: %d %s", v.Local.Status, v.Local.Body)
+	}
+	if !slices.Contains(v.RemoveHeader, gateway.AssertionHeader) || v.SetHeader.Get(gateway.AssertionHeader) != "" {
+		t.Errorf("client assertion not stripped: remove %v set %v", v.RemoveHeader, v.SetHeader)
+	}
+}
+
+func TestAssertionFailureIs503(t *testing.T) {
+	p := newIdentityPipeline(t, gateway.Options{Asserter: &recordingAsserter{err: errors.New("no key")}})
+	x, v := p.HandleRequest(context.Background(), authReq("POST", "good-bookings:read", callBody("1", "get_booking"), callHeaders("get_booking")...))
+	if v.Local == nil || v.Local.Status != 503 || v.Local.Header.Get("retry-after") == "" {
+		t.Fatalf("%+v", v.Local)
+	}
+	if x.Outcome() != gateway.OutcomeError {
+		t.Errorf("outcome %s", x.Outcome())
+	}
+}
+
+func TestAuthUnavailableHasRetryAfter(t *testing.T) {
+	p := newIdentityPipeline(t, gateway.Options{})
+	_, v := p.HandleRequest(context.Background(), authReq("POST", "down", callBody("1", "get_booking"), callHeaders("get_booking")...))
+	if v.Local == nil || v.Local.Status != 503 || v.Local.Header.Get("retry-after") != gateway.RetryAfterSeconds {
+		t.Fatalf("%+v", v.Local)
+	}
+}
+
+func TestJWKSServed(t *testing.T) {
+	doc := []byte(`{"keys":[]}`)
+	p := newIdentityPipeline(t, gateway.Options{JWKS: func() []byte { return doc }})
+	if !p.AnswersPath(gateway.JWKSPath) {
+		t.Fatal("AnswersPath false")
+	}
+	r := &gateway.Request{Transport: gateway.TransportProxy, Method: "GET", Path: gateway.JWKSPath, Header: mcp.Header{}}
+	_, v := p.HandleRequest(context.Background(), r)
+	if v.Local == nil || v.Local.Status != 200 || string(v.Local.Body) != string(doc) || v.Local.Header.Get("content-type") != "application/jwk-set+json" {
+		t.Fatalf("%+v", v.Local)
+	}
+	r.Method = "POST"
+	if _, v := p.HandleRequest(context.Background(), r); v.Local == nil || v.Local.Status != 405 {
+		t.Fatalf("POST: %+v", v.Local)
+	}
+	if newIdentityPipeline(t, gateway.Options{}).AnswersPath(gateway.JWKSPath) {
+		t.Error("served without keys")
+	}
+}
+
+func TestSessionBinding(t *testing.T) {
+	ctx := context.Background()
+	st, err := boltstore.Open(filepath.Join(t.TempDir(), "s.db"), boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	p := newIdentityPipeline(t, gateway.Options{Sessions: st})
+	const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`
+	x, v := p.HandleRequest(ctx, authReq("POST", "good-bookings:read", initialize))
+	if v.Local != nil {
+		t.Fatalf("initialize refused: %d %s", v.Local.Status, v.Local.Body)
+	}
+	if _, err := x.ResponseHeaders(200, mcp.Header{"mcp-session-id": {"S-1"}, "content-type": {"application/json"}}); err != nil {
+		t.Fatal(err)
+	}
+	x.Finish()
+	b, err := st.Session(ctx, "S-1")
+	if err != nil || b.Connection != "oauth_x" || b.Tenant != "acme" || b.Subject != "svc" {
+		t.Fatalf("binding %+v %v", b, err)
+	}
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	older := []string{"mcp-protocol-version", "2025-11-25", "mcp-session-id", "S-1"}
+
+	t.Run("same principal goes on", func(t *testing.T) {
+		if _, v := p.HandleRequest(ctx, authReq("POST", "good-bookings:read", list, older...)); v.Local != nil {
+			t.Fatalf("%d %s", v.Local.Status, v.Local.Body)
+		}
+	})
+	t.Run("another principal gets 404", func(t *testing.T) {
+		_, v := p.HandleRequest(ctx, authReq("POST", "other", list, older...))
+		if v.Local == nil || v.Local.Status != 404 {
+			t.Fatalf("%+v", v.Local)
+		}
+	})
+	t.Run("another principal's GET stream gets 404", func(t *testing.T) {
+		r := authReq("GET", "other", "", older...)
+		r.Body = nil
+		if _, v := p.HandleRequest(ctx, r); v.Local == nil || v.Local.Status != 404 {
+			t.Fatalf("%+v", v.Local)
+		}
+	})
+	t.Run("unknown session gets 404", func(t *testing.T) {
+		_, v := p.HandleRequest(ctx, authReq("POST", "good-bookings:read", list, "mcp-protocol-version", "2025-11-25", "mcp-session-id", "S-unknown"))
+		if v.Local == nil || v.Local.Status != 404 {
+			t.Fatalf("%+v", v.Local)
+		}
+	})
+	t.Run("DELETE by its principal unbinds", func(t *testing.T) {
+		r := authReq("DELETE", "good-bookings:read", "", older...)
+		r.Body = nil
+		x, v := p.HandleRequest(ctx, r)
+		if v.Local != nil {
+			t.Fatalf("%d %s", v.Local.Status, v.Local.Body)
+		}
+		if _, err := x.ResponseHeaders(204, mcp.Header{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Session(ctx, "S-1"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("still bound: %v", err)
+		}
+	})
+	t.Run("a session already bound to another principal is not rebound", func(t *testing.T) {
+		if err := st.BindSession(ctx, "S-2", store.SessionBinding{Connection: "tok_y", Tenant: "globex", Subject: "mallory"}, 3600e9); err != nil {
+			t.Fatal(err)
+		}
+		x, v := p.HandleRequest(ctx, authReq("POST", "good-bookings:read", initialize))
+		if v.Local != nil {
+			t.Fatal(v.Local.Status)
+		}
+		if _, err := x.ResponseHeaders(200, mcp.Header{"mcp-session-id": {"S-2"}, "content-type": {"application/json"}}); !errors.Is(err, gateway.ErrUpstreamResponse) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}
+
+func TestAuditOfToolCalls(t *testing.T) {
+	ctx := context.Background()
+	var log auditLog
+	p := newIdentityPipeline(t, gateway.Options{Audit: log.add})
+	body := func(tool string) string {
+		return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":{"notes":"secret argument"},` + clientMeta + `}}`
+	}
+	// A read: not audited. A write: audited as allowed. A refused write
+	// (no right): audited as denied.
+	p.HandleRequest(ctx, authReq("POST", "good-bookings:read", body("get_booking"), callHeaders("get_booking")...))
+	p.HandleRequest(ctx, authReq("POST", "good-bookings:write", body("create_booking"), callHeaders("create_booking")...))
+	p.HandleRequest(ctx, authReq("POST", "other", body("create_booking"), callHeaders("create_booking")...))
+	if len(log.recs) != 2 {
+		t.Fatalf("records: %+v", log.recs)
+	}
+	ok, denied := log.recs[0], log.recs[1]
+	if ok.Outcome != gateway.AuditAllowed || ok.Action != "create_booking" || ok.Connection != "oauth_x" || ok.Client != "agent-x" ||
+		ok.Channel != store.ChannelMCP || ok.DecisionID == "" || ok.PublicIDs["effect"] != policy.EffectSilentWrite {
+		t.Errorf("allowed record %+v", ok)
+	}
+	if denied.Outcome != gateway.AuditDenied || denied.Connection != "tok_y" || denied.Tenant != "globex" || denied.PublicIDs["reason"] != "missing_rights" {
+		t.Errorf("denied record %+v", denied)
+	}
+	for _, r := range log.recs {
+		for k, v := range r.PublicIDs {
+			if v == "secret argument" {
+				t.Errorf("argument leaked into %s", k)
+			}
+		}
+	}
+}
