@@ -16,9 +16,17 @@ type Claims struct {
 	Issuer string
 	// Subject is the subject (SubjectClaim).
 	Subject string
-	// Tenant is the tenant (TenantClaim); "" when the issuer maps no tenant
-	// claim or the token has none.
+	// Tenant is the tenant (TenantClaim) when the token names exactly one;
+	// "" when the issuer maps no tenant claim, the token has none, or it
+	// names several (see Tenants).
 	Tenant string
+	// Tenants are every tenant the tenant claim names, in token order
+	// without duplicates or empty strings: the claim may be a string or an
+	// array of strings. nil when there is none.
+	Tenants []string
+	// Roles are the principal's roles (RolesClaim, a string or an array of
+	// strings), in token order; nil when the token has no roles claim.
+	Roles []string
 	// ClientID is the OAuth client the token was issued to.
 	ClientID string
 	// Scopes are the token's scopes, in token order.
@@ -67,6 +75,8 @@ func (c *Claims) clone() *Claims {
 	out := *c
 	out.Scopes = slices.Clone(c.Scopes)
 	out.Audience = slices.Clone(c.Audience)
+	out.Tenants = slices.Clone(c.Tenants)
+	out.Roles = slices.Clone(c.Roles)
 	return &out
 }
 
@@ -115,6 +125,24 @@ func (m rawClaims) strList(name string) ([]string, bool, error) {
 	return list, true, nil
 }
 
+// strOrStrs reads a claim that is one string (a one-element list) or an
+// array of strings; absent or null is (nil, nil).
+func (m rawClaims) strOrStrs(name string) ([]string, error) {
+	raw, ok := m[name]
+	if !ok || string(raw) == "null" {
+		return nil, nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return []string{s}, nil
+	}
+	var list []string
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, fmt.Errorf("claim %q: not a string or an array of strings", name)
+	}
+	return list, nil
+}
+
 // time reads a NumericDate claim; absent is (zero, false, nil).
 func (m rawClaims) time(name string) (time.Time, bool, error) {
 	raw, ok := m[name]
@@ -146,8 +174,8 @@ func (m rawClaims) audiences() ([]string, error) {
 	return list, nil
 }
 
-// mapClaims reads subject, tenant, client and scopes through the issuer's
-// claim names.
+// mapClaims reads subject, tenants, roles, client and scopes through the
+// issuer's claim names.
 func (iss *issuer) mapClaims(m rawClaims) (*Claims, error) {
 	c := &Claims{Issuer: iss.cfg.Issuer}
 	var err error
@@ -158,7 +186,21 @@ func (iss *issuer) mapClaims(m rawClaims) (*Claims, error) {
 		return nil, fmt.Errorf("claim %q: missing", iss.cfg.SubjectClaim)
 	}
 	if iss.cfg.TenantClaim != "" {
-		if c.Tenant, _, err = m.str(iss.cfg.TenantClaim); err != nil {
+		tenants, err := m.strOrStrs(iss.cfg.TenantClaim)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range tenants {
+			if t != "" && !slices.Contains(c.Tenants, t) {
+				c.Tenants = append(c.Tenants, t)
+			}
+		}
+		if len(c.Tenants) == 1 {
+			c.Tenant = c.Tenants[0]
+		}
+	}
+	if iss.cfg.RolesClaim != "" {
+		if c.Roles, err = m.strOrStrs(iss.cfg.RolesClaim); err != nil {
 			return nil, err
 		}
 	}

@@ -17,6 +17,7 @@ const (
 	DefaultMinJWKSRefresh         = 30 * time.Second
 	DefaultJWKSMaxAge             = 10 * time.Minute
 	DefaultSubjectClaim           = "sub"
+	DefaultRolesClaim             = "roles"
 	DefaultTokenCacheSize         = 10000
 	DefaultIntrospectionParallel  = 16
 	DefaultHTTPTimeout            = 10 * time.Second
@@ -64,9 +65,15 @@ type IssuerConfig struct {
 	// it in the background, so a key that left the JWKS (and the tokens it
 	// signed) is noticed even when no unknown kid shows up. Default 10m.
 	JWKSMaxAge time.Duration
-	// TenantClaim names the claim that carries the tenant. Empty: tokens of
-	// this issuer carry no tenant (Claims.Tenant is "").
+	// TenantClaim names the claim that carries the tenant: a string, or an
+	// array of strings for a principal of several tenants (see
+	// Claims.Tenants). Empty: tokens of this issuer carry no tenant
+	// (Claims.Tenant is "").
 	TenantClaim string
+	// RolesClaim names the claim that carries the principal's roles
+	// (Claims.Roles): a string (one role) or an array of strings. Default
+	// "roles". A token without it has no roles.
+	RolesClaim string
 	// SubjectClaim names the subject claim. Default "sub". Required in
 	// every token.
 	SubjectClaim string
@@ -131,6 +138,9 @@ func (c IssuerConfig) withDefaults() IssuerConfig {
 	}
 	if c.SubjectClaim == "" {
 		c.SubjectClaim = DefaultSubjectClaim
+	}
+	if c.RolesClaim == "" {
+		c.RolesClaim = DefaultRolesClaim
 	}
 	if c.Introspection != nil {
 		in := *c.Introspection
