@@ -1,0 +1,261 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/mcpgate/mcpgate/assertion"
+)
+
+const keysUsage = `mcpgate keys — the key file that signs identity assertions for upstreams
+
+The key file is a private JWK Set shared by every gateway replica (mount it
+from a Secret). Its first key signs; every key is published at
+/.well-known/jwks.json, where upstreams fetch them.
+
+Usage:
+  mcpgate keys generate [--alg EdDSA|ES256] [--out FILE]
+        a new key file with one fresh key; to FILE (mode 0600, never
+        overwritten) or stdout
+  mcpgate keys rotate --in FILE [--alg EdDSA|ES256] [--stage]
+        add a fresh key first: it signs from the next reload on; older keys
+        stay published so assertions they signed keep verifying.
+        --stage adds it last instead (published, not signing); promote it
+        once every replica has reloaded and upstream JWKS caches have
+        refreshed (10 minutes with the defaults). Use --stage when several
+        replicas reload the file at different times.
+  mcpgate keys promote --in FILE --kid KID
+        make the key KID the signing key
+  mcpgate keys remove --in FILE --kid KID
+        drop an old key; do it only after the assertion lifetime plus the
+        upstreams' JWKS cache time have passed since it stopped signing
+        (30 minutes is safe with the defaults)
+  mcpgate keys public --in FILE
+        print the public JWKS (for upstreams configured with static keys)
+
+rotate, promote and remove rewrite FILE in place (atomically, mode 0600); run
+them on a working copy and update the Secret from it.
+`
+
+func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, keysUsage)
+		return errUsage
+	}
+	switch args[0] {
+	case "generate":
+		return keysGenerate(args[1:], stdout, stderr)
+	case "rotate":
+		return keysRotate(args[1:], stdout, stderr)
+	case "promote":
+		return keysPromote(args[1:], stdout, stderr)
+	case "remove":
+		return keysRemove(args[1:], stdout, stderr)
+	case "public":
+		return keysPublic(args[1:], stdout, stderr)
+	case "help", "--help", "-h":
+		fmt.Fprint(stdout, keysUsage)
+		return nil
+	}
+	fmt.Fprintf(stderr, "unknown keys command %q\n\n%s", args[0], keysUsage)
+	return errUsage
+}
+
+func keysGenerate(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("keys generate", stderr)
+	alg := fs.String("alg", assertion.DefaultAlgorithm, "signature `algorithm`: EdDSA (Ed25519) or ES256 (P-256)")
+	out := fs.String("out", "", "write the key file to `FILE` (mode 0600; refuses to overwrite) instead of stdout")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	ks, err := assertion.GenerateKeySet(*alg)
+	if err != nil {
+		return err
+	}
+	data, err := ks.MarshalPrivate()
+	if err != nil {
+		return err
+	}
+	if *out == "" {
+		_, err := stdout.Write(data)
+		return err
+	}
+	if err := keysWriteNew(*out, data); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s: signing key %s (%s)\n", *out, ks.SigningKeyID(), ks.SigningAlgorithm())
+	return nil
+}
+
+func keysRotate(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("keys rotate", stderr)
+	in := fs.String("in", "", "key `FILE` to rotate (rewritten in place)")
+	alg := fs.String("alg", assertion.DefaultAlgorithm, "signature `algorithm` of the new key: EdDSA (Ed25519) or ES256 (P-256)")
+	stage := fs.Bool("stage", false, "add the new key last (published, not signing); promote it later")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	ks, err := keysLoad(fs.Output(), *in)
+	if err != nil {
+		return err
+	}
+	if *stage {
+		next, kid, err := ks.Stage(*alg)
+		if err != nil {
+			return err
+		}
+		if err := keysReplace(*in, next); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s: staged key %s (%s), published but not signing; keys: %s\n", *in, kid, *alg, strings.Join(next.KeyIDs(), ", "))
+		fmt.Fprintf(stdout, "after every replica has reloaded and upstream JWKS caches have refreshed (10 minutes with the defaults), run:\n  mcpgate keys promote --in %s --kid %s\n", *in, kid)
+		return nil
+	}
+	next, err := ks.Rotate(*alg)
+	if err != nil {
+		return err
+	}
+	if err := keysReplace(*in, next); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: new signing key %s (%s); keys: %s\n", *in, next.SigningKeyID(), next.SigningAlgorithm(), strings.Join(next.KeyIDs(), ", "))
+	fmt.Fprintf(stdout, "remove %s after the assertion lifetime plus the upstreams' JWKS cache time (30 minutes with the defaults):\n  mcpgate keys remove --in %s --kid %s\n", ks.SigningKeyID(), *in, ks.SigningKeyID())
+	return nil
+}
+
+func keysPromote(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("keys promote", stderr)
+	in := fs.String("in", "", "key `FILE` (rewritten in place)")
+	kid := fs.String("kid", "", "`KID` of the key that is to sign")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *kid == "" {
+		fmt.Fprintln(fs.Output(), "--kid is required")
+		return errUsage
+	}
+	ks, err := keysLoad(fs.Output(), *in)
+	if err != nil {
+		return err
+	}
+	prev := ks.SigningKeyID()
+	next, err := ks.Promote(*kid)
+	if err != nil {
+		return err
+	}
+	if err := keysReplace(*in, next); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: signing key %s (%s), was %s; keys: %s\n", *in, next.SigningKeyID(), next.SigningAlgorithm(), prev, strings.Join(next.KeyIDs(), ", "))
+	return nil
+}
+
+func keysRemove(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("keys remove", stderr)
+	in := fs.String("in", "", "key `FILE` (rewritten in place)")
+	kid := fs.String("kid", "", "`KID` of the key to remove")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *kid == "" {
+		fmt.Fprintln(fs.Output(), "--kid is required")
+		return errUsage
+	}
+	ks, err := keysLoad(fs.Output(), *in)
+	if err != nil {
+		return err
+	}
+	next, err := ks.Remove(*kid)
+	if err != nil {
+		return err
+	}
+	if err := keysReplace(*in, next); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: removed key %s; keys: %s\n", *in, *kid, strings.Join(next.KeyIDs(), ", "))
+	return nil
+}
+
+func keysPublic(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("keys public", stderr)
+	in := fs.String("in", "", "key `FILE`")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	ks, err := keysLoad(fs.Output(), *in)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "%s\n", ks.PublicJWKS())
+	return err
+}
+
+func keysLoad(usageOut io.Writer, path string) (*assertion.KeySet, error) {
+	if path == "" {
+		fmt.Fprintln(usageOut, "--in is required")
+		return nil, errUsage
+	}
+	return assertion.LoadKeySet(path)
+}
+
+// keysWriteNew creates path with mode 0600 and writes data; it refuses to
+// touch an existing file and removes a partly written one.
+func keysWriteNew(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("%s already exists; not overwriting a key file (use keys rotate to add a key)", path)
+		}
+		return err
+	}
+	_, werr := f.Write(data)
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		_ = os.Remove(path)
+		return fmt.Errorf("write %s: %w", path, werr)
+	}
+	return nil
+}
+
+// keysReplace atomically replaces path with the private form of ks: a
+// temporary file (mode 0600) in the same directory, synced, then renamed
+// over path. A reader never sees a partial key file.
+func keysReplace(path string, ks *assertion.KeySet) error {
+	data, err := ks.MarshalPrivate()
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	name := tmp.Name()
+	werr := tmp.Chmod(0o600)
+	if werr == nil {
+		_, werr = tmp.Write(data)
+	}
+	if werr == nil {
+		werr = tmp.Sync()
+	}
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(name, path)
+	}
+	if werr != nil {
+		_ = os.Remove(name)
+		return fmt.Errorf("write %s: %w", path, werr)
+	}
+	return nil
+}
