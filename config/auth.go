@@ -16,6 +16,14 @@ const (
 	DefaultClockSkew      = "30s"
 	DefaultMinJWKSRefresh = "30s"
 	DefaultSubjectClaim   = auth.DefaultSubjectClaim
+	// DefaultSessionTTL is how long an older revision's session id stays
+	// bound to its principal.
+	DefaultSessionTTL = "24h"
+	// DefaultGatewayTokenTTL and DefaultGatewayTokenMaxTTL are the
+	// lifetime of a gateway token created without one, and the longest
+	// lifetime one may be given.
+	DefaultGatewayTokenTTL    = "720h"  // 30 days
+	DefaultGatewayTokenMaxTTL = "2160h" // 90 days
 )
 
 // Auth turns on authentication: every MCP route becomes an OAuth 2.1
@@ -33,8 +41,57 @@ type Auth struct {
 	// resource metadata. Empty: for each route, the rights its tools
 	// declare.
 	ScopesSupported []string `yaml:"scopes_supported"`
-	// Issuers are the trusted authorization servers. At least one.
+	// Issuers are the trusted authorization servers. At least one, unless
+	// GatewayTokens is set.
 	Issuers []Issuer `yaml:"issuers"`
+	// TenantHeader is the request header a client names its tenant in (it
+	// must be one the credential serves). "": none.
+	TenantHeader string `yaml:"tenant_header"`
+	// GatewayTokens turns on gateway-issued MCP tokens (requires store and
+	// rights); nil: off.
+	GatewayTokens *GatewayTokens `yaml:"gateway_tokens" json:",omitempty"`
+	// SessionTTL is how long an older revision's session id stays bound to
+	// its principal. Default DefaultSessionTTL.
+	SessionTTL string `yaml:"session_ttl"`
+}
+
+// GatewayTokens configures the MCP access tokens mcpgate issues itself
+// (stored hashed in the store; the rights they carry are capped, at
+// creation, by the creator's live rights).
+type GatewayTokens struct {
+	// DefaultTTL is the lifetime of a token created without one. Default
+	// DefaultGatewayTokenTTL; at most MaxTTL.
+	DefaultTTL string `yaml:"default_ttl"`
+	// MaxTTL is the longest lifetime a token may be given. Default
+	// DefaultGatewayTokenMaxTTL.
+	MaxTTL string `yaml:"max_ttl"`
+}
+
+// DefaultTTLDuration is DefaultTTL as a time.Duration; on a nil receiver or
+// a value that does not parse it returns the default.
+func (g *GatewayTokens) DefaultTTLDuration() time.Duration {
+	if g == nil {
+		return durationOr("", DefaultGatewayTokenTTL)
+	}
+	return durationOr(g.DefaultTTL, DefaultGatewayTokenTTL)
+}
+
+// MaxTTLDuration is MaxTTL as a time.Duration; on a nil receiver or a
+// value that does not parse it returns the default.
+func (g *GatewayTokens) MaxTTLDuration() time.Duration {
+	if g == nil {
+		return durationOr("", DefaultGatewayTokenMaxTTL)
+	}
+	return durationOr(g.MaxTTL, DefaultGatewayTokenMaxTTL)
+}
+
+// SessionTTLDuration is SessionTTL as a time.Duration; on a nil receiver
+// or a value that does not parse it returns the default.
+func (a *Auth) SessionTTLDuration() time.Duration {
+	if a == nil {
+		return durationOr("", DefaultSessionTTL)
+	}
+	return durationOr(a.SessionTTL, DefaultSessionTTL)
 }
 
 // Issuer is one trusted authorization server (auth.IssuerConfig).
@@ -99,8 +156,19 @@ func redacted(secret string) string {
 	return "REDACTED"
 }
 
-// applyDefaults fills each issuer's unset keys.
+// applyDefaults fills the unset keys of the section and of each issuer.
 func (a *Auth) applyDefaults() {
+	if a.SessionTTL == "" {
+		a.SessionTTL = DefaultSessionTTL
+	}
+	if g := a.GatewayTokens; g != nil {
+		if g.DefaultTTL == "" {
+			g.DefaultTTL = DefaultGatewayTokenTTL
+		}
+		if g.MaxTTL == "" {
+			g.MaxTTL = DefaultGatewayTokenMaxTTL
+		}
+	}
 	for i := range a.Issuers {
 		is := &a.Issuers[i]
 		if len(is.Algorithms) == 0 {
@@ -193,8 +261,25 @@ func (c *Config) validateAuth(p *problems) {
 		}
 		seenScope[s] = i
 	}
+	checkTenantHeader(p, "auth.tenant_header", a.TenantHeader, c.Listeners.ExtProc.UpstreamHeader)
+	checkDurationIn(p, "auth.session_ttl", a.SessionTTL, durationRange{positive: true})
+	if g := a.GatewayTokens; g != nil {
+		if c.Store == nil {
+			p.add("auth.gateway_tokens", "requires a store section: gateway tokens are kept (hashed) in the store")
+		}
+		if c.Rights == nil {
+			p.add("auth.gateway_tokens", "requires a rights section: the rights a token is created with are capped by its creator's live rights")
+		}
+		def, defOK := checkDurationIn(p, "auth.gateway_tokens.default_ttl", g.DefaultTTL, durationRange{positive: true})
+		maxTTL, maxOK := checkDurationIn(p, "auth.gateway_tokens.max_ttl", g.MaxTTL, durationRange{positive: true})
+		if defOK && maxOK && def > maxTTL {
+			p.add("auth.gateway_tokens.default_ttl", "%q is longer than max_ttl (%q); it must not be", g.DefaultTTL, g.MaxTTL)
+		}
+	}
 	if len(a.Issuers) == 0 {
-		p.add("auth.issuers", "at least one issuer is required (remove the auth section to run without authentication)")
+		if a.GatewayTokens == nil {
+			p.add("auth.issuers", "at least one issuer is required unless auth.gateway_tokens is set (remove the auth section to run without authentication)")
+		}
 		return
 	}
 	seen := map[string]int{}
@@ -297,6 +382,29 @@ func checkResourceBase(p *problems, path, raw string) bool {
 func isLoopbackHost(h string) bool {
 	h = strings.ToLower(h)
 	return h == "localhost" || h == "::1" || strings.HasPrefix(h, "127.")
+}
+
+// reservedTenantHeaders are headers tenant_header may not name: they carry
+// credentials, routing or MCP protocol state, or mcpgate's own assertion.
+var reservedTenantHeaders = []string{"authorization", "proxy-authorization", "cookie", "host", "content-type", "mcpgate-assertion"}
+
+// checkTenantHeader checks auth.tenant_header: empty, or an HTTP header
+// name that is not reserved.
+func checkTenantHeader(p *problems, path, h, upstreamHeader string) {
+	if h == "" {
+		return
+	}
+	lower := strings.ToLower(h)
+	switch {
+	case !httpTokenPattern.MatchString(h):
+		p.add(path, "%q is not an HTTP header name (letters, digits and !#$%%&'*+-.^_`|~)", h)
+	case slices.Contains(reservedTenantHeaders, lower):
+		p.add(path, "%q cannot name the tenant: it is reserved (%s and mcp-*)", h, strings.Join(reservedTenantHeaders, ", "))
+	case strings.HasPrefix(lower, "mcp-"):
+		p.add(path, "%q cannot name the tenant: mcp-* headers belong to the MCP protocol", h)
+	case strings.EqualFold(h, upstreamHeader):
+		p.add(path, "%q is also listeners.extproc.upstream_header", h)
+	}
 }
 
 // checkPositiveDuration checks a Go duration string that must be above 0.

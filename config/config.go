@@ -33,6 +33,20 @@ type Config struct {
 	// Auth turns on authentication (OAuth 2.1 resource server); nil (no
 	// auth section) runs without it: every caller is anonymous.
 	Auth *Auth `yaml:"auth" json:",omitempty"`
+	// Store is the state store; nil (no section): no store — gateway
+	// tokens, session binding and stored audit are off (audit goes to the
+	// log only).
+	Store *Store `yaml:"store" json:",omitempty"`
+	// Audit configures the audit trail.
+	Audit Audit `yaml:"audit"`
+	// Rights is the live rights source; nil: effective rights = the
+	// credential's rights.
+	Rights *Rights `yaml:"rights" json:",omitempty"`
+	// Assertion configures the identity assertions mcpgate signs for
+	// upstreams.
+	Assertion Assertion `yaml:"assertion"`
+	// AdminAPI turns on the admin API (/v1/ on the admin listener); nil: off.
+	AdminAPI *AdminAPI `yaml:"admin_api" json:",omitempty"`
 }
 
 // Listeners are the addresses mcpgate listens on.
@@ -115,6 +129,10 @@ type Upstream struct {
 	Timeout string `yaml:"timeout"`
 	// Tools are the per-tool declarations, keyed by upstream tool name.
 	Tools map[string]policy.ToolDeclaration `yaml:"tools"`
+	// Audience is the aud of the identity assertions this upstream
+	// receives. Default: its URL (without user information), else its
+	// name.
+	Audience string `yaml:"audience"`
 }
 
 // Policy selects the Rego policies.

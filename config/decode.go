@@ -514,7 +514,10 @@ func describe(n ast.Node) string {
 }
 
 // durationKeys are the keys whose string value is a Go duration.
-var durationKeys = []string{"timeout", "read_timeout", "read_header_timeout", "clock_skew", "min_jwks_refresh"}
+var durationKeys = []string{
+	"timeout", "read_timeout", "read_header_timeout", "message_budget", "clock_skew", "min_jwks_refresh",
+	"session_ttl", "default_ttl", "max_ttl", "retention", "max_staleness", "ttl",
+}
 
 func stringHint(path string, n ast.Node) string {
 	switch n.(type) {
@@ -535,6 +538,6 @@ func (d *decoder) decodeRoot(n ast.Node, c *Config) {
 	case *ast.MappingNode, *ast.MappingValueNode, *ast.AnchorNode, *ast.AliasNode:
 		d.decode(n, reflect.ValueOf(c).Elem(), "")
 	default:
-		d.fail("", n, "the configuration must be a mapping of keys (listeners, upstreams, policy, limits, transport, log, auth), got %s", describe(n))
+		d.fail("", n, "the configuration must be a mapping of keys (%s), got %s", strings.Join(yamlFields(reflect.TypeFor[Config]()).names, ", "), describe(n))
 	}
 }

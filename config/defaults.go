@@ -34,6 +34,9 @@ func (c *Config) ApplyDefaults() {
 		if u.Timeout == "" {
 			u.Timeout = DefaultUpstreamTimeout
 		}
+		if u.Audience == "" {
+			u.Audience = defaultAudience(*u)
+		}
 	}
 	if c.Policy.Watch == nil {
 		watch := true
@@ -63,6 +66,7 @@ func (c *Config) ApplyDefaults() {
 	if c.Auth != nil {
 		c.Auth.applyDefaults()
 	}
+	c.applyIdentityDefaults()
 }
 
 // Default returns the built-in configuration of the one-line mode

@@ -24,6 +24,12 @@
 // "0s"); they must not be negative. The file may be at most
 // [MaxConfigBytes] bytes of UTF-8.
 //
+// Relative paths (policy.dirs, store.bolt.path, rights.file.path,
+// assertion.keys_file) are relative to the configuration file's directory
+// with [Load], to the working directory with [Parse]. Sections that switch
+// something on (auth, auth.gateway_tokens, store, rights, admin_api) are
+// off when absent or empty (key:); write {} for one with its defaults.
+//
 // # Keys
 //
 // Every key, its type, default and meaning. A path such as
@@ -78,6 +84,9 @@
 //     standalone proxy, bounds the wait for the upstream's response headers
 //     (502 when it runs out); a response that has started, such as an SSE
 //     stream, is not cut by it.
+//   - upstreams[].audience (string; default the url without user
+//     information): the aud of the identity assertions the upstream
+//     receives. No spaces or control characters.
 //   - upstreams[].tools (mapping of tool name to declaration; default
 //     none): the per-tool declarations, keyed by the tool's name on the
 //     upstream. A tool that is not declared gets the policy's fail-closed
@@ -161,8 +170,9 @@
 //   - auth.scopes_supported (list of strings; default none = per route, the
 //     rights its tools declare): scopes_supported of the metadata; RFC 6749
 //     scope tokens, unique.
-//   - auth.issuers (list; required, at least one): trusted authorization
-//     servers, checked by auth.ValidateIssuers; each issuer once.
+//   - auth.issuers (list; required, at least one unless
+//     auth.gateway_tokens is set): trusted authorization servers, checked
+//     by auth.ValidateIssuers; each issuer once.
 //   - auth.issuers[].issuer (string, URL; required): the issuer identifier
 //     (discovery at <issuer>/.well-known/openid-configuration, the tokens'
 //     iss); https except on loopback hosts.
@@ -192,6 +202,87 @@
 //     auth.issuers[].introspection.client_secret (strings; both required):
 //     the gateway's client credentials (client_secret_basic); the secret is
 //     never logged.
+//   - auth.tenant_header (string, header name; default none): the request
+//     header in which a client names the tenant of a request, one its
+//     credential serves. An HTTP token; not Authorization,
+//     Proxy-Authorization, Cookie, Host, Content-Type, Mcpgate-Assertion,
+//     Mcp-* or listeners.extproc.upstream_header.
+//   - auth.gateway_tokens (mapping; default none = off): MCP access tokens
+//     issued by mcpgate (admin API). Requires a store section (tokens are
+//     kept there, hashed) and a rights section (a token's rights at
+//     creation are capped by its creator's live rights).
+//   - auth.gateway_tokens.default_ttl (duration; default "720h"): lifetime
+//     of a token created without one; greater than 0, at most max_ttl.
+//   - auth.gateway_tokens.max_ttl (duration; default "2160h"): the longest
+//     lifetime a token may get; greater than 0.
+//   - auth.session_ttl (duration; default "24h"): how long an older MCP
+//     revision's session id stays bound to its principal; greater than 0.
+//
+// store (mapping; default none = no store: gateway tokens, session binding
+// and stored audit are off, audit goes to the log only): the state store,
+// exactly one backend.
+//
+//   - store.bolt (mapping): a bbolt file, for one instance.
+//   - store.bolt.path (string, path; required): the database file, created
+//     if missing; its directory must exist.
+//   - store.redis (mapping): a Redis server shared by several instances.
+//   - store.redis.url (string, URL; required): redis://, rediss:// or
+//     unix://, as go-redis's ParseURL reads it; the password is never
+//     logged or shown.
+//
+// audit (mapping): the audit trail.
+//
+//   - audit.retention (duration; default "720h"; at least "1h"): how long
+//     stored audit records are kept.
+//   - audit.log (string; default "stderr"): where audit records are also
+//     written as JSON lines: "stderr", "stdout" or "off".
+//
+// rights (mapping; default none = effective rights are the credential's
+// rights): the live rights source, exactly one of http and file.
+//
+//   - rights.http (mapping): the product's rights endpoint.
+//   - rights.http.url (string, URL; required): https, or http on loopback
+//     hosts.
+//   - rights.http.timeout (duration; default "2s"; greater than 0, at most
+//     "30s"): bound on one request.
+//   - rights.http.headers (mapping of header name to value; default none):
+//     sent with every request, e.g. Authorization; names unique ignoring
+//     case, values non-empty without line breaks and never logged.
+//   - rights.file (mapping): a rights file, reread when it changes.
+//   - rights.file.path (string, path; required): the file; it must exist.
+//   - rights.max_staleness (duration; default "0s" = no cache; at most
+//     "5m"): how long an answer may be reused.
+//
+// assertion (mapping): the signed identity assertions upstreams receive.
+//
+//   - assertion.keys_file (string, path; default none = a key made for
+//     this process only, logged as a warning): the private JWK Set that
+//     signs (mcpgate keys generate); it must exist.
+//   - assertion.issuer (string; default auth.resource_base_url when set,
+//     else "mcpgate"): the assertions' iss.
+//   - assertion.ttl (duration; default "60s"; from "10s" to "10m"): the
+//     lifetime of one assertion.
+//
+// admin_api (mapping; default none = off): the admin API, /v1/ on the
+// admin listener. Requires an auth section, a store section and an enabled
+// admin listener, and static_tokens or (auth.issuers and audience).
+//
+//   - admin_api.audience (string; required when auth.issuers is not empty,
+//     refused otherwise): the aud of admin OIDC tokens; it must differ from
+//     every route's resource URI.
+//   - admin_api.platform_admin_role (string; default
+//     "mcpgate.platform_admin"): the OIDC role of a platform admin.
+//   - admin_api.tenant_admin_role (string; default "mcpgate.tenant_admin"):
+//     the OIDC role of a tenant admin; differs from platform_admin_role.
+//   - admin_api.static_tokens (list; default none): static admin tokens.
+//   - admin_api.static_tokens[].name (string; required): 1–63 characters of
+//     a-z, 0-9, _ and -; unique.
+//   - admin_api.static_tokens[].sha256 (string; required): the SHA-256 of
+//     the secret as 64 hex digits, never the secret itself; unique.
+//   - admin_api.static_tokens[].role (string; required): "platform_admin"
+//     or "tenant_admin".
+//   - admin_api.static_tokens[].tenant (string): required for
+//     tenant_admin, refused for platform_admin.
 //
 // # Example
 //

@@ -17,9 +17,10 @@ import (
 )
 
 // Load reads the configuration file at path and returns it decoded,
-// defaulted and validated, as Parse does. Relative policy.dirs are
-// resolved against the directory of path (not the working directory), and
-// the returned Config holds the resolved paths.
+// defaulted and validated, as Parse does. Relative paths (policy.dirs,
+// store.bolt.path, rights.file.path, assertion.keys_file) are resolved
+// against the directory of path (not the working directory), and the
+// returned Config holds the resolved paths.
 func Load(path string) (*Config, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -35,7 +36,8 @@ func Load(path string) (*Config, error) {
 
 // Parse decodes a configuration from data and returns it defaulted and
 // validated. source names the data in error messages (e.g. its file name).
-// Relative policy.dirs stay relative to the working directory.
+// Relative paths (policy.dirs, store.bolt.path, rights.file.path,
+// assertion.keys_file) stay relative to the working directory.
 //
 // Decoding is strict: an unknown key, a duplicate key, a value of the
 // wrong type (a number where a string belongs: quote it), more than one
@@ -55,7 +57,7 @@ func parse(data []byte, source, baseDir string) (*Config, error) {
 	r := decodeConfig(data)
 	errs := r.errs
 	if r.cfg != nil {
-		resolveDirs(r.cfg, baseDir)
+		resolvePaths(r.cfg, baseDir)
 		r.cfg.ApplyDefaults()
 		for _, e := range r.cfg.validate() {
 			if r.hasFailed(e.Path) || r.failedBelow(e.Path) {
@@ -87,8 +89,10 @@ func parse(data []byte, source, baseDir string) (*Config, error) {
 	return nil, errs.join()
 }
 
-// resolveDirs makes relative policy directories relative to baseDir.
-func resolveDirs(c *Config, baseDir string) {
+// resolvePaths makes the relative paths of the configuration (policy
+// directories, the bolt file, the rights file, the assertion keys file)
+// relative to baseDir.
+func resolvePaths(c *Config, baseDir string) {
 	if baseDir == "" {
 		return
 	}
@@ -97,6 +101,7 @@ func resolveDirs(c *Config, baseDir string) {
 			c.Policy.Dirs[i] = filepath.Join(baseDir, d)
 		}
 	}
+	resolveIdentityPaths(c, baseDir)
 }
 
 // decodeResult is the outcome of decoding, before defaults and validation.

@@ -17,16 +17,18 @@ import (
 	"github.com/mcpgate/mcpgate/policy"
 )
 
-// upstreamNamePattern is what an upstream name may look like: it appears in
-// policy data, metric labels and logs.
+// httpTokenPattern is an HTTP header field name (RFC 9110 token).
 var httpTokenPattern = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
+// upstreamNamePattern is what an upstream name may look like: it appears in
+// policy data, metric labels and logs.
 var upstreamNamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 
 // Validate checks the configuration as it is (call ApplyDefaults first, as
 // Load and Parse do) and returns an errors.Join of a *FieldError for every
 // problem, each naming its key path, or nil. It reads the file system to
-// check that policy directories exist.
+// check that policy directories, the rights file, the assertion keys file
+// and the directory of the bolt store exist.
 func (c *Config) Validate() error {
 	return c.validate().join()
 }
@@ -40,6 +42,11 @@ func (c *Config) validate() problems {
 	c.validateTransport(&p)
 	c.validateLog(&p)
 	c.validateAuth(&p)
+	c.validateStore(&p)
+	c.validateAudit(&p)
+	c.validateRights(&p)
+	c.validateAssertion(&p)
+	c.validateAdminAPI(&p)
 	return p
 }
 
@@ -141,6 +148,7 @@ func (c *Config) validateUpstreams(p *problems) {
 			}
 		}
 		checkDuration(p, at+".timeout", u.Timeout)
+		checkAudience(p, at+".audience", u)
 		for _, tool := range slices.Sorted(maps.Keys(u.Tools)) {
 			// One tool at a time, so that each problem carries the
 			// tool's own key path (and so its line).
@@ -241,6 +249,41 @@ func checkDuration(p *problems, path, s string) {
 	case d < 0:
 		p.add(path, "%q must not be negative (\"0s\" means no timeout)", s)
 	}
+}
+
+// durationRange bounds a duration key for checkDurationIn.
+type durationRange struct {
+	positive bool   // must be greater than 0
+	min, max string // inclusive bounds as duration strings; "": none
+}
+
+// checkDurationIn checks a Go duration string that must not be negative
+// and must lie in r. It returns the duration and whether it is usable.
+func checkDurationIn(p *problems, path, s string, r durationRange) (time.Duration, bool) {
+	if s == "" {
+		p.add(path, "required (a duration such as \"30s\")")
+		return 0, false
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		p.addErr(path, err, "%q is not a duration; use a number with a unit: ms, s, m or h (e.g. \"30s\", \"1m30s\")", s)
+		return 0, false
+	}
+	lo, _ := time.ParseDuration(r.min)
+	hi, _ := time.ParseDuration(r.max)
+	switch {
+	case d < 0:
+		p.add(path, "%q must not be negative", s)
+	case r.positive && d == 0:
+		p.add(path, "%q must be greater than 0", s)
+	case r.min != "" && d < lo:
+		p.add(path, "%q is below the minimum of %s", s, r.min)
+	case r.max != "" && d > hi:
+		p.add(path, "%q is above the maximum of %s", s, r.max)
+	default:
+		return d, true
+	}
+	return d, false
 }
 
 func (c *Config) validatePolicy(p *problems) {

@@ -1,0 +1,649 @@
+package config
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/mcpgate/mcpgate/auth"
+)
+
+// Defaults and bounds of the store, audit, rights, assertion and admin_api
+// sections. Durations are Go duration strings, bounds inclusive.
+const (
+	DefaultAuditRetention     = "720h" // 30 days
+	MinAuditRetention         = "1h"
+	DefaultAuditLog           = "stderr"
+	DefaultRightsMaxStaleness = "0s" // no cache: every call asks the source
+	MaxRightsMaxStaleness     = "5m"
+	DefaultRightsTimeout      = "2s"
+	MaxRightsTimeout          = "30s"
+	// DefaultAssertionIssuer is the assertion issuer when there is no
+	// auth.resource_base_url to use.
+	DefaultAssertionIssuer   = "mcpgate"
+	DefaultAssertionTTL      = "60s"
+	MinAssertionTTL          = "10s"
+	MaxAssertionTTL          = "10m"
+	DefaultPlatformAdminRole = "mcpgate.platform_admin"
+	DefaultTenantAdminRole   = "mcpgate.tenant_admin"
+)
+
+// Roles of a static admin token (StaticToken.Role).
+const (
+	RolePlatformAdmin = "platform_admin"
+	RoleTenantAdmin   = "tenant_admin"
+)
+
+// Audit.Log values.
+const (
+	AuditLogStderr = "stderr"
+	AuditLogStdout = "stdout"
+	AuditLogOff    = "off"
+)
+
+var auditLogs = []string{AuditLogStderr, AuditLogStdout, AuditLogOff}
+
+// Store is the state store: gateway tokens, session bindings and audit
+// records. Exactly one of Bolt and Redis.
+type Store struct {
+	// Bolt is a bbolt file: one mcpgate instance.
+	Bolt *BoltStore `yaml:"bolt"`
+	// Redis is a Redis server shared by several instances.
+	Redis *RedisStore `yaml:"redis"`
+}
+
+// BoltStore is a bbolt database file.
+type BoltStore struct {
+	// Path is the database file, created if missing. Required; its
+	// directory must exist.
+	Path string `yaml:"path"`
+}
+
+// RedisStore is a Redis server.
+type RedisStore struct {
+	// URL is redis://[user:password@]host[:port][/db], rediss:// (TLS) or
+	// unix:///path/to.sock, as go-redis's ParseURL reads it. Required. The
+	// password is never logged.
+	URL string `yaml:"url"`
+}
+
+// LogValue keeps the password in the URL out of logs.
+func (r RedisStore) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("url", redactURL(r.URL)))
+}
+
+// String keeps the password in the URL out of formatted output.
+func (r RedisStore) String() string {
+	return fmt.Sprintf("{URL:%s}", redactURL(r.URL))
+}
+
+// Audit configures the audit trail of gateway decisions and admin actions.
+type Audit struct {
+	// Retention is how long stored audit records are kept. Default
+	// DefaultAuditRetention; at least MinAuditRetention. No effect without
+	// a store.
+	Retention string `yaml:"retention"`
+	// Log is where audit records are also written as log lines: "stderr",
+	// "stdout" or "off". Default DefaultAuditLog.
+	Log string `yaml:"log"`
+}
+
+// RetentionDuration is Retention as a time.Duration; on a value that does
+// not parse it returns the default.
+func (a Audit) RetentionDuration() time.Duration {
+	return durationOr(a.Retention, DefaultAuditRetention)
+}
+
+// Rights is the live rights source: what a person may do now, asked on
+// every call. Exactly one of HTTP and File.
+type Rights struct {
+	// HTTP asks the product's rights endpoint.
+	HTTP *RightsHTTP `yaml:"http"`
+	// File reads a rights file (reread when it changes).
+	File *RightsFile `yaml:"file"`
+	// MaxStaleness is how long an answer may be reused. Default
+	// DefaultRightsMaxStaleness (no cache: every call asks the source); at
+	// most MaxRightsMaxStaleness.
+	MaxStaleness string `yaml:"max_staleness"`
+}
+
+// MaxStalenessDuration is MaxStaleness as a time.Duration; 0 (also on a nil
+// receiver) means no cache. On a value that does not parse it returns the
+// default.
+func (r *Rights) MaxStalenessDuration() time.Duration {
+	if r == nil {
+		return 0
+	}
+	return durationOr(r.MaxStaleness, DefaultRightsMaxStaleness)
+}
+
+// RightsHTTP is the product's rights endpoint.
+type RightsHTTP struct {
+	// URL is the endpoint, http or https; https except on loopback hosts.
+	// Required.
+	URL string `yaml:"url"`
+	// Timeout bounds one request. Default DefaultRightsTimeout; greater
+	// than 0, at most MaxRightsTimeout.
+	Timeout string `yaml:"timeout"`
+	// Headers are sent with every request, e.g. Authorization for the
+	// product. Their values are never logged.
+	Headers map[string]string `yaml:"headers"`
+}
+
+// TimeoutDuration is Timeout as a time.Duration; on a value that does not
+// parse it returns the default.
+func (r RightsHTTP) TimeoutDuration() time.Duration {
+	return durationOr(r.Timeout, DefaultRightsTimeout)
+}
+
+// LogValue keeps the header values (credentials) and any password in the
+// URL out of logs.
+func (r RightsHTTP) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("url", redactURL(r.URL)),
+		slog.String("timeout", r.Timeout),
+		slog.Any("headers", r.redactedHeaders()),
+	)
+}
+
+// String keeps the header values and any password in the URL out of
+// formatted output.
+func (r RightsHTTP) String() string {
+	return fmt.Sprintf("{URL:%s Timeout:%s Headers:%v}", redactURL(r.URL), r.Timeout, r.redactedHeaders())
+}
+
+func (r RightsHTTP) redactedHeaders() map[string]string {
+	if r.Headers == nil {
+		return nil
+	}
+	out := make(map[string]string, len(r.Headers))
+	for k, v := range r.Headers {
+		out[k] = redacted(v)
+	}
+	return out
+}
+
+// RightsFile is a rights file (see package rights for its format).
+type RightsFile struct {
+	// Path is the file. Required; it must exist.
+	Path string `yaml:"path"`
+}
+
+// Assertion configures the signed identity assertions mcpgate sends
+// upstreams (who is calling, for which tenant, with which rights).
+type Assertion struct {
+	// KeysFile is the private JWK Set that signs (mcpgate keys generate).
+	// "": a key made for this process only (one instance; logged as a
+	// warning).
+	KeysFile string `yaml:"keys_file"`
+	// Issuer is the iss of the assertions. Default auth.resource_base_url
+	// when set, else DefaultAssertionIssuer.
+	Issuer string `yaml:"issuer"`
+	// TTL is the lifetime of one assertion. Default DefaultAssertionTTL;
+	// from MinAssertionTTL to MaxAssertionTTL.
+	TTL string `yaml:"ttl"`
+}
+
+// TTLDuration is TTL as a time.Duration; on a value that does not parse it
+// returns the default.
+func (a Assertion) TTLDuration() time.Duration {
+	return durationOr(a.TTL, DefaultAssertionTTL)
+}
+
+// AdminAPI configures the admin API (/v1/ on the admin listener). Callers
+// authenticate with a static token or with an OIDC access token from one
+// of auth.issuers whose aud is Audience.
+type AdminAPI struct {
+	// Audience is the aud admin OIDC tokens must carry (verified with
+	// auth.issuers). Required when auth.issuers is not empty; it must
+	// differ from every route's resource URI.
+	Audience string `yaml:"audience"`
+	// PlatformAdminRole is the role (in an OIDC token) of a platform admin.
+	// Default DefaultPlatformAdminRole.
+	PlatformAdminRole string `yaml:"platform_admin_role"`
+	// TenantAdminRole is the role (in an OIDC token) of an admin of the
+	// token's tenant. Default DefaultTenantAdminRole.
+	TenantAdminRole string `yaml:"tenant_admin_role"`
+	// StaticTokens are bearer tokens known by their SHA-256, for
+	// automation and for deployments without an OIDC provider.
+	StaticTokens []StaticToken `yaml:"static_tokens"`
+}
+
+// StaticToken is one static admin token.
+type StaticToken struct {
+	// Name identifies the token in the audit trail ([a-z0-9_-], 1–63
+	// characters). Required, unique.
+	Name string `yaml:"name"`
+	// SHA256 is the SHA-256 of the token's secret as 64 hex digits (never
+	// the secret itself). Required, unique.
+	SHA256 string `yaml:"sha256"`
+	// Role is RolePlatformAdmin or RoleTenantAdmin. Required.
+	Role string `yaml:"role"`
+	// Tenant is the tenant a tenant admin administers: required for
+	// RoleTenantAdmin, refused for RolePlatformAdmin.
+	Tenant string `yaml:"tenant"`
+}
+
+// Hash returns SHA256 decoded; the zero array when it is not 64 hex digits
+// (only possible on a configuration that failed Validate).
+func (t StaticToken) Hash() [32]byte {
+	var h [32]byte
+	if len(t.SHA256) != 2*len(h) {
+		return [32]byte{}
+	}
+	if _, err := hex.Decode(h[:], []byte(t.SHA256)); err != nil {
+		return [32]byte{}
+	}
+	return h
+}
+
+// redactURL returns raw with any password replaced, or a placeholder when
+// it does not parse (it might hide a password).
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(invalid URL)"
+	}
+	return u.Redacted()
+}
+
+// defaultAudience is the default aud of an upstream's assertions: its URL
+// without user information, else its name.
+func defaultAudience(u Upstream) string {
+	if u.URL == "" {
+		return u.Name
+	}
+	parsed, err := url.Parse(u.URL)
+	if err != nil || parsed.User == nil {
+		return u.URL
+	}
+	parsed.User = nil
+	return parsed.String()
+}
+
+// applyIdentityDefaults fills the unset keys of the store, audit, rights,
+// assertion and admin_api sections.
+func (c *Config) applyIdentityDefaults() {
+	if c.Audit.Retention == "" {
+		c.Audit.Retention = DefaultAuditRetention
+	}
+	if c.Audit.Log == "" {
+		c.Audit.Log = DefaultAuditLog
+	}
+	if r := c.Rights; r != nil {
+		if r.MaxStaleness == "" {
+			r.MaxStaleness = DefaultRightsMaxStaleness
+		}
+		if r.HTTP != nil && r.HTTP.Timeout == "" {
+			r.HTTP.Timeout = DefaultRightsTimeout
+		}
+	}
+	if c.Assertion.Issuer == "" {
+		c.Assertion.Issuer = DefaultAssertionIssuer
+		if c.Auth != nil && c.Auth.ResourceBaseURL != "" {
+			c.Assertion.Issuer = c.Auth.ResourceBaseURL
+		}
+	}
+	if c.Assertion.TTL == "" {
+		c.Assertion.TTL = DefaultAssertionTTL
+	}
+	if a := c.AdminAPI; a != nil {
+		if a.PlatformAdminRole == "" {
+			a.PlatformAdminRole = DefaultPlatformAdminRole
+		}
+		if a.TenantAdminRole == "" {
+			a.TenantAdminRole = DefaultTenantAdminRole
+		}
+	}
+}
+
+// resolveIdentityPaths makes the relative file paths of the identity
+// sections relative to baseDir.
+func resolveIdentityPaths(c *Config, baseDir string) {
+	resolve := func(p *string) {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(baseDir, *p)
+		}
+	}
+	if c.Store != nil && c.Store.Bolt != nil {
+		resolve(&c.Store.Bolt.Path)
+	}
+	if c.Rights != nil && c.Rights.File != nil {
+		resolve(&c.Rights.File.Path)
+	}
+	resolve(&c.Assertion.KeysFile)
+}
+
+func (c *Config) validateStore(p *problems) {
+	s := c.Store
+	if s == nil {
+		return
+	}
+	switch {
+	case s.Bolt == nil && s.Redis == nil:
+		p.add("store", "needs a backend: bolt (a file, one instance) or redis (shared by several instances)")
+	case s.Bolt != nil && s.Redis != nil:
+		p.add("store", "has both bolt and redis; choose one")
+	}
+	if b := s.Bolt; b != nil {
+		checkBoltPath(p, "store.bolt.path", b.Path)
+	}
+	if r := s.Redis; r != nil {
+		checkRedisURL(p, "store.redis.url", r.URL)
+	}
+}
+
+// checkBoltPath checks the bbolt file: its directory must exist (mcpgate
+// creates the file, not directories), and it must not be a directory.
+func checkBoltPath(p *problems, path, file string) {
+	if file == "" {
+		p.add(path, "required (the database file, e.g. \"/var/lib/mcpgate/state.db\")")
+		return
+	}
+	if fi, err := os.Stat(file); err == nil && fi.IsDir() {
+		p.add(path, "%q is a directory; name the database file in it (e.g. %q)", file, filepath.Join(file, "state.db"))
+		return
+	}
+	dir := filepath.Dir(file)
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		p.addErr(path, err, "directory %q does not exist; create it (mcpgate creates only the file)", dir)
+	case err != nil:
+		p.addErr(path, err, "directory %q: %v", dir, err)
+	case !fi.IsDir():
+		p.add(path, "%q is not a directory", dir)
+	}
+}
+
+// checkRedisURL checks a Redis URL as redisstore.Open will read it. The
+// URL may hold a password: messages show it redacted.
+func checkRedisURL(p *problems, path, raw string) {
+	const form = `e.g. "redis://redis.internal:6379/0", "rediss://…" for TLS, or "unix:///run/redis.sock"`
+	if raw == "" {
+		p.add(path, "required (%s)", form)
+		return
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		p.add(path, "not a URL: %v (%s)", urlErr(err), form)
+		return
+	}
+	shown := u.Redacted()
+	switch {
+	case u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix":
+		p.add(path, "%q: scheme must be redis, rediss or unix (%s)", shown, form)
+		return
+	case u.Opaque != "":
+		p.add(path, "%q is not a URL with a host; write %s://host:port", shown, u.Scheme)
+		return
+	}
+	if _, err := redis.ParseURL(raw); err != nil {
+		msg := strings.TrimPrefix(err.Error(), "redis: ")
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			msg = strings.ReplaceAll(msg, pw, "xxxxx")
+		}
+		p.add(path, "%q: %s", shown, msg)
+	}
+}
+
+// urlErr strips the URL from a url.Parse error: it may hold a password.
+func urlErr(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+func (c *Config) validateAudit(p *problems) {
+	checkDurationIn(p, "audit.retention", c.Audit.Retention, durationRange{positive: true, min: MinAuditRetention})
+	if !slices.Contains(auditLogs, c.Audit.Log) {
+		p.add("audit.log", "%q must be one of %s", c.Audit.Log, strings.Join(auditLogs, ", "))
+	}
+}
+
+func (c *Config) validateRights(p *problems) {
+	r := c.Rights
+	if r == nil {
+		return
+	}
+	switch {
+	case r.HTTP == nil && r.File == nil:
+		p.add("rights", "needs a source: http (the product's rights endpoint) or file")
+	case r.HTTP != nil && r.File != nil:
+		p.add("rights", "has both http and file; choose one")
+	}
+	checkDurationIn(p, "rights.max_staleness", r.MaxStaleness, durationRange{max: MaxRightsMaxStaleness})
+	if h := r.HTTP; h != nil {
+		checkServiceURL(p, "rights.http.url", h.URL, "the product's rights endpoint, e.g. \"https://app.internal.example/mcpgate/rights\"")
+		checkDurationIn(p, "rights.http.timeout", h.Timeout, durationRange{positive: true, max: MaxRightsTimeout})
+		seen := map[string]string{}
+		for _, name := range slices.Sorted(keys(h.Headers)) {
+			at := keyPath("rights.http.headers", name)
+			lower := strings.ToLower(name)
+			switch {
+			case !httpTokenPattern.MatchString(name):
+				p.add(at, "%q is not an HTTP header name", name)
+				continue
+			case seen[lower] != "":
+				p.add(at, "%q is also rights.http.headers.%s (header names ignore case)", name, seen[lower])
+				continue
+			}
+			seen[lower] = name
+			// The value is a credential: never shown.
+			v := h.Headers[name]
+			switch {
+			case v == "":
+				p.add(at, "empty value")
+			case strings.ContainsFunc(v, func(r rune) bool { return (r < 0x20 && r != '\t') || r == 0x7f }):
+				p.add(at, "the value contains a line break or control character")
+			}
+		}
+	}
+	if f := r.File; f != nil {
+		checkFile(p, "rights.file.path", f.Path, "the rights file")
+	}
+}
+
+// checkServiceURL checks the URL of a service mcpgate calls with
+// credentials: http(s) with a host, https except on loopback hosts, no
+// fragment. Messages show it with any password redacted.
+func checkServiceURL(p *problems, path, raw, form string) {
+	if raw == "" {
+		p.add(path, "required (%s)", form)
+		return
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		p.add(path, "not a URL: %v (%s)", urlErr(err), form)
+		return
+	}
+	shown := u.Redacted()
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		p.add(path, "%q: scheme must be https (%s)", shown, form)
+	case u.Host == "":
+		p.add(path, "%q has no host (%s)", shown, form)
+	case u.Scheme == "http" && !isLoopbackHost(u.Hostname()):
+		p.add(path, "%q: https is required except on loopback hosts", shown)
+	case u.Fragment != "" || strings.HasSuffix(raw, "#"):
+		p.add(path, "%q must not have a #fragment", shown)
+	}
+}
+
+// checkFile checks that a file exists and is not a directory.
+func checkFile(p *problems, path, file, what string) {
+	if file == "" {
+		p.add(path, "required (%s)", what)
+		return
+	}
+	fi, err := os.Stat(file)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		p.addErr(path, err, "%q does not exist", file)
+	case err != nil:
+		p.addErr(path, err, "%q: %v", file, err)
+	case fi.IsDir():
+		p.add(path, "%q is a directory, not %s", file, what)
+	}
+}
+
+// hasSpaceOrControl reports whether s contains white space or a control
+// character.
+func hasSpaceOrControl(s string) bool {
+	return strings.ContainsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) })
+}
+
+// checkAudience checks the assertion audience of upstream u. An empty one
+// is only reported when there was a url or name to default it to (when
+// both are missing, that is the problem reported).
+func checkAudience(p *problems, path string, u Upstream) {
+	aud := u.Audience
+	switch {
+	case aud == "":
+		if u.URL != "" || u.Name != "" {
+			p.add(path, "required (the aud of the upstream's identity assertions; default its url)")
+		}
+	case hasSpaceOrControl(aud):
+		p.add(path, "%q must not contain spaces or control characters", aud)
+	}
+}
+
+func (c *Config) validateAssertion(p *problems) {
+	a := c.Assertion
+	if a.KeysFile != "" {
+		checkFile(p, "assertion.keys_file", a.KeysFile, "the private key set (mcpgate keys generate)")
+	}
+	switch {
+	case a.Issuer == "":
+		p.add("assertion.issuer", "required (the iss of identity assertions; default auth.resource_base_url, else %q)", DefaultAssertionIssuer)
+	case hasSpaceOrControl(a.Issuer):
+		p.add("assertion.issuer", "%q must not contain spaces or control characters", a.Issuer)
+	}
+	checkDurationIn(p, "assertion.ttl", a.TTL, durationRange{min: MinAssertionTTL, max: MaxAssertionTTL})
+}
+
+// staticTokenNamePattern is what a static admin token's name may look like.
+var staticTokenNamePattern = regexp.MustCompile(`^[a-z0-9_-]{1,63}$`)
+
+// emptySHA256 is the SHA-256 of the empty string: no token has it.
+const emptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+func (c *Config) validateAdminAPI(p *problems) {
+	a := c.AdminAPI
+	if a == nil {
+		return
+	}
+	if c.Auth == nil {
+		p.add("admin_api", "requires an auth section (auth.resource_base_url, and auth.issuers for OIDC admin tokens)")
+	}
+	if c.Store == nil {
+		p.add("admin_api", "requires a store section: the admin API manages the tokens and reads the audit records kept there")
+	}
+	if c.Listeners.Admin.Disabled {
+		p.add("admin_api", "is served on the admin listener, which is disabled (listeners.admin.disabled)")
+	}
+	issuers := c.Auth != nil && len(c.Auth.Issuers) > 0
+	switch {
+	case issuers && a.Audience == "":
+		p.add("admin_api.audience", "required with auth.issuers: the aud admin OIDC tokens must carry (e.g. \"https://mcp.example.com/admin\"), distinct from every route's resource URI")
+	case !issuers && a.Audience != "":
+		p.add("admin_api.audience", "has no effect without auth.issuers, which verify admin OIDC tokens")
+	case a.Audience != "":
+		c.checkAdminAudience(p, a.Audience)
+	}
+	if !issuers && len(a.StaticTokens) == 0 {
+		p.add("admin_api", "no way to authenticate an admin: add static_tokens, or auth.issuers and admin_api.audience")
+	}
+	if a.PlatformAdminRole == "" {
+		p.add("admin_api.platform_admin_role", "required (default %q)", DefaultPlatformAdminRole)
+	}
+	if a.TenantAdminRole == "" {
+		p.add("admin_api.tenant_admin_role", "required (default %q)", DefaultTenantAdminRole)
+	} else if a.TenantAdminRole == a.PlatformAdminRole {
+		p.add("admin_api.tenant_admin_role", "%q is also platform_admin_role; the two roles must differ", a.TenantAdminRole)
+	}
+	names := map[string]int{}
+	hashes := map[string]int{}
+	for i, t := range a.StaticTokens {
+		at := indexPath("admin_api.static_tokens", i)
+		switch {
+		case t.Name == "":
+			p.add(at+".name", "required")
+		case !staticTokenNamePattern.MatchString(t.Name):
+			p.add(at+".name", "%q must be 1 to 63 characters of a-z, 0-9, _ and -", t.Name)
+		default:
+			if j, dup := names[t.Name]; dup {
+				p.add(at+".name", "%q is also the name of admin_api.static_tokens[%d]; names must be unique", t.Name, j)
+			} else {
+				names[t.Name] = i
+			}
+		}
+		// The value might be a secret pasted by mistake: never shown.
+		const how = "the SHA-256 of the token's secret as 64 hex digits, never the secret itself; e.g. printf %s \"$SECRET\" | sha256sum"
+		h := strings.ToLower(t.SHA256)
+		switch _, err := hex.DecodeString(h); {
+		case t.SHA256 == "":
+			p.add(at+".sha256", "required: %s", how)
+		case len(h) != 64 || err != nil:
+			p.add(at+".sha256", "is not %s", how)
+		case h == emptySHA256:
+			p.add(at+".sha256", "is the SHA-256 of the empty string; hash the token's secret")
+		default:
+			if j, dup := hashes[h]; dup {
+				p.add(at+".sha256", "is also the sha256 of admin_api.static_tokens[%d]; each token needs its own secret", j)
+			} else {
+				hashes[h] = i
+			}
+		}
+		switch t.Role {
+		case RolePlatformAdmin:
+			if t.Tenant != "" {
+				p.add(at+".tenant", "not allowed with role %s (a platform admin is not bound to a tenant)", RolePlatformAdmin)
+			}
+		case RoleTenantAdmin:
+			if t.Tenant == "" {
+				p.add(at+".tenant", "required with role %s (the tenant it administers)", RoleTenantAdmin)
+			}
+		case "":
+			p.add(at+".role", "required (%s or %s)", RolePlatformAdmin, RoleTenantAdmin)
+		default:
+			p.add(at+".role", "%q must be %s or %s", t.Role, RolePlatformAdmin, RoleTenantAdmin)
+		}
+		if t.Tenant != "" && (strings.TrimSpace(t.Tenant) != t.Tenant || strings.ContainsFunc(t.Tenant, unicode.IsControl)) {
+			p.add(at+".tenant", "%q must not start or end with spaces or contain control characters", t.Tenant)
+		}
+	}
+}
+
+// checkAdminAudience checks that admin_api.audience is not an audience MCP
+// access tokens carry: an MCP token must never pass as an admin token.
+func (c *Config) checkAdminAudience(p *problems, aud string) {
+	if hasSpaceOrControl(aud) {
+		p.add("admin_api.audience", "%q must not contain spaces or control characters", aud)
+		return
+	}
+	canon, err := auth.CanonicalResourceURI(aud)
+	if err != nil {
+		canon = aud
+	}
+	for _, u := range c.Upstreams {
+		if uri, err := c.Auth.ResourceURI(u.Route); err == nil && (uri == aud || uri == canon) {
+			p.add("admin_api.audience", "%q is the resource URI of route %s; admin tokens need an audience of their own, or MCP access tokens would pass as admin tokens", aud, u.Route)
+			return
+		}
+	}
+}
