@@ -68,7 +68,7 @@ func TestAuthenticate(t *testing.T) {
 		t.Fatalf("refused: %+v", f)
 	}
 	want := policy.Principal{Authenticated: true, Tenant: "acme", Subject: "alice", Rights: []string{"a:read", "b:write"},
-		CredentialKind: "oauth", Issuer: "https://idp.example", ClientID: "agent", Connection: ConnectionID("https://idp.example", "alice", "agent", "acme")}
+		TokenRights: []string{"a:read", "b:write"}, CredentialKind: "oauth", Issuer: "https://idp.example", ClientID: "agent", Connection: ConnectionID("https://idp.example", "alice", "agent", "acme")}
 	if got, _ := json.Marshal(p); string(got) != mustJSON(t, want) {
 		t.Errorf("principal %s", got)
 	}
