@@ -50,6 +50,11 @@ Usage:
   mcpgate validate --config FILE              load the config, compile the Rego, list every problem
   mcpgate demo [--listen ADDR] [--admin ADDR] [--upstream-listen ADDR] [--extproc ADDR]
                                               run the bundled demo upstream behind the gateway
+  mcpgate tokens create [--tenant T] [--subject S] [--name N] [--rights a,b] [--expires-in 720h]
+  mcpgate tokens list [--tenant T] [--creator S]
+  mcpgate tokens revoke ID                    gateway-issued MCP tokens, through the admin API
+                                              (--admin URL, --token T, --json; or $MCPGATE_ADMIN_URL,
+                                              $MCPGATE_ADMIN_TOKEN; "mcpgate tokens help" for more)
   mcpgate version                             print the version
 `
 
@@ -67,6 +72,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cmdValidate(ctx, args[1:], stdout, stderr)
 	case "demo":
 		return cmdDemo(ctx, args[1:], stdout, stderr)
+	case "tokens":
+		return cmdTokens(ctx, args[1:], stdout, stderr)
+	case "keys":
+		return cmdKeys(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "mcpgate", version())
 		return nil

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/extproc"
 	"github.com/mcpgate/mcpgate/gateway/proxy"
 	"github.com/mcpgate/mcpgate/policy"
+	"github.com/mcpgate/mcpgate/store"
 )
 
 // App is a running gateway.
@@ -36,6 +38,7 @@ type App struct {
 	ExtProcAddr string // "" when the ext_proc listener is off; "unix:/path" for a socket
 
 	log     *slog.Logger
+	id      *identity
 	servers []*http.Server
 	grpc    *grpcServer
 	ready   atomic.Bool
@@ -68,16 +71,39 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 		return nil, fmt.Errorf("load policy: %w", err)
 	}
 	a.Engine = eng
+	id, err := newIdentity(ctx, cfg, log, a.Registry)
+	if err != nil {
+		return nil, err
+	}
+	a.id = id
 	var authenticator gateway.Authenticator
 	var metadata map[string][]byte
+	var asserter gateway.Asserter
+	var jwks func() []byte
+	var strip []string
 	if cfg.Auth != nil {
-		an, err := newAuthenticator(ctx, cfg, log)
+		an, v, err := newAuthenticator(ctx, cfg, id, log)
 		if err != nil {
+			id.close()
 			return nil, err
 		}
 		authenticator, metadata = an, an.Metadata()
+		asserter, jwks = id, id.signer.JWKS
+		if h := cfg.Auth.TenantHeader; h != "" {
+			strip = append(strip, strings.ToLower(h))
+		}
+		if cfg.AdminAPI != nil {
+			if err := id.newAdmin(cfg, v, log); err != nil {
+				id.close()
+				return nil, err
+			}
+		}
 	} else {
 		log.Warn("authentication is OFF: the configuration has no auth section, so every caller is anonymous and client credentials are forwarded as they are; do not expose this listener")
+	}
+	var sessions store.SessionStore
+	if cfg.Auth != nil && id.store != nil {
+		sessions = id.store
 	}
 	a.Pipeline = gateway.New(eng, gateway.Options{
 		Declarations:     decls,
@@ -88,6 +114,12 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 		TenantArguments:  cfg.Policy.TenantArguments,
 		Authenticator:    authenticator,
 		ResourceMetadata: metadata,
+		Asserter:         asserter,
+		JWKS:             jwks,
+		Sessions:         sessions,
+		SessionTTL:       sessionTTL(cfg),
+		StripHeaders:     strip,
+		Audit:            id.audit,
 		Logger:           log,
 		Metrics:          metrics,
 	})
@@ -188,21 +220,38 @@ func (a *App) adminHandler() http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
 	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if !a.ready.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			fmt.Fprintln(w, "not ready")
 			return
 		}
+		if st := a.id.store; st != nil {
+			ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+			defer cancel()
+			if err := st.Ping(ctx); err != nil {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				fmt.Fprintln(w, "not ready: state store:", err)
+				return
+			}
+		}
 		fmt.Fprintln(w, "ready")
 	})
+	if s := a.id.signer; s != nil {
+		mux.Handle(gateway.JWKSPath, s.JWKSHandler())
+	}
+	if api := a.id.admin; api != nil {
+		mux.Handle("/v1/", api.Handler())
+	}
 	return mux
 }
 
 // Reload recompiles the policy (SIGHUP). A policy that fails to compile
 // keeps the old one; the error is returned and counted.
-func (a *App) Reload(ctx context.Context) error { return a.Engine.Reload(ctx) }
+func (a *App) Reload(ctx context.Context) error {
+	return errors.Join(a.Engine.Reload(ctx), a.id.reloadKeys())
+}
 
 // Err reports a listener that stopped unexpectedly.
 func (a *App) Err() <-chan error { return a.errc }
@@ -222,5 +271,6 @@ func (a *App) Shutdown(ctx context.Context) error {
 		}
 	}
 	a.wg.Wait()
+	a.id.close()
 	return errors.Join(errs...)
 }

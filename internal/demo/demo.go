@@ -13,8 +13,13 @@
 //     an injected instruction (see InjectedInstruction);
 //   - unknown arguments are ignored (no input schema sets
 //     additionalProperties: false);
-//   - the tenant is whatever the "tenant" argument says (DefaultTenant when
-//     absent), so any caller can read and write any tenant;
+//   - without Options.Assertions, the tenant is whatever the "tenant"
+//     argument says (DefaultTenant when absent), so any caller can read and
+//     write any tenant. With it (as `mcpgate demo` runs it), the server
+//     does the one thing every upstream behind mcpgate must do: it refuses
+//     a request without a valid identity assertion from mcpgate (401, so a
+//     mis-routed request fails closed) and resolves every handle inside the
+//     asserted tenant — another tenant's booking id is "not found";
 //   - writes have no duplicate guard, no version check and no confirmation.
 //
 // One endpoint (Handler) serves protocol revision 2026-07-28 (stateless, with
@@ -25,12 +30,15 @@ package demo
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpgate/mcpgate/assertion"
 )
 
 // Tenants of the demo.
@@ -89,11 +97,16 @@ type Options struct {
 	// Logger receives the SDK's transport logs and one line per tool call
 	// (tool and tenant). Nil discards logs.
 	Logger *slog.Logger
+	// Assertions, when set, verifies mcpgate's identity assertion on every
+	// request (see assertion.Verifier.Middleware) and takes the tenant from
+	// it; a "tenant" argument naming another tenant is refused.
+	Assertions *assertion.Verifier
 }
 
 // Server is the demo upstream. It is safe for concurrent use.
 type Server struct {
 	logger  *slog.Logger
+	verify  *assertion.Verifier
 	mcp     *mcp.Server
 	handler http.Handler
 	now     func() time.Time
@@ -112,6 +125,7 @@ func New(o Options) *Server {
 	}
 	s := &Server{
 		logger: logger,
+		verify: o.Assertions,
 		now:    time.Now,
 	}
 	s.Reset()
@@ -122,6 +136,9 @@ func New(o Options) *Server {
 	})
 	s.registerTools()
 	s.handler = newVersionRouter(s.mcp, logger)
+	if s.verify != nil {
+		s.handler = s.requireAssertion(s.handler)
+	}
 	return s
 }
 
@@ -155,6 +172,45 @@ func (s *Server) Reset() {
 	s.data = seed()
 	s.calls = make(map[string]int)
 	s.seq = 0
+}
+
+// requireAssertion refuses, with the assertion package's middleware, every
+// request without a valid identity assertion (401). The middleware takes
+// the field off the request it passes on; it is put back for the tool
+// handlers, which read it through the SDK's RequestExtra.Header.
+func (s *Server) requireAssertion(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw := r.Header.Values(assertion.Header)
+		s.verify.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			r.Header[http.CanonicalHeaderKey(assertion.Header)] = raw
+			next.ServeHTTP(w, r)
+		})).ServeHTTP(w, r)
+	})
+}
+
+// assertedTenant sets *tenant to the tenant of mcpgate's identity
+// assertion when assertions are on. The middleware already refused
+// requests without a valid one; the handler verifies the assertion of its
+// own request again, since the SDK hands it the request's header fields
+// rather than the middleware's context. A tenant argument naming another
+// tenant is refused.
+func (s *Server) assertedTenant(req *mcp.CallToolRequest, tenant *string) error {
+	if s.verify == nil {
+		return nil
+	}
+	var raw string
+	if req != nil && req.Extra != nil {
+		raw = req.Extra.Header.Get(assertion.Header)
+	}
+	id, err := s.verify.Verify(context.Background(), raw)
+	if err != nil {
+		return fmt.Errorf("no valid identity assertion from the gateway: %w", err)
+	}
+	if *tenant != "" && *tenant != id.Tenant {
+		return fmt.Errorf("tenant %q is not the tenant you act in", *tenant)
+	}
+	*tenant = id.Tenant
+	return nil
 }
 
 // count records one run of tool and logs it with the tenant argument.

@@ -223,7 +223,10 @@ func (s *Server) registerTools() {
 // structuredContent and, as JSON text, in a text content block. An error
 // becomes a tool result with isError set.
 
-func (s *Server) findCustomers(ctx context.Context, _ *mcp.CallToolRequest, in findCustomersIn) (*mcp.CallToolResult, any, error) {
+func (s *Server) findCustomers(ctx context.Context, req *mcp.CallToolRequest, in findCustomersIn) (*mcp.CallToolResult, any, error) {
+	if err := s.assertedTenant(req, &in.Tenant); err != nil {
+		return nil, nil, err
+	}
 	s.count(ctx, ToolFindCustomers, in.Tenant)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -243,7 +246,10 @@ func (s *Server) findCustomers(ctx context.Context, _ *mcp.CallToolRequest, in f
 	return nil, out, nil
 }
 
-func (s *Server) getBooking(ctx context.Context, _ *mcp.CallToolRequest, in getBookingIn) (*mcp.CallToolResult, any, error) {
+func (s *Server) getBooking(ctx context.Context, req *mcp.CallToolRequest, in getBookingIn) (*mcp.CallToolResult, any, error) {
+	if err := s.assertedTenant(req, &in.Tenant); err != nil {
+		return nil, nil, err
+	}
 	s.count(ctx, ToolGetBooking, in.Tenant)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -258,7 +264,10 @@ func (s *Server) getBooking(ctx context.Context, _ *mcp.CallToolRequest, in getB
 	return nil, d.view(b), nil
 }
 
-func (s *Server) listTechnicians(ctx context.Context, _ *mcp.CallToolRequest, in listTechniciansIn) (*mcp.CallToolResult, any, error) {
+func (s *Server) listTechnicians(ctx context.Context, req *mcp.CallToolRequest, in listTechniciansIn) (*mcp.CallToolResult, any, error) {
+	if err := s.assertedTenant(req, &in.Tenant); err != nil {
+		return nil, nil, err
+	}
 	s.count(ctx, ToolListTechnicians, in.Tenant)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -269,7 +278,10 @@ func (s *Server) listTechnicians(ctx context.Context, _ *mcp.CallToolRequest, in
 	return nil, TechnicianList{Tenant: tenant, Technicians: sortedValues(d.technicians)}, nil
 }
 
-func (s *Server) createBooking(ctx context.Context, _ *mcp.CallToolRequest, in createBookingIn) (*mcp.CallToolResult, any, error) {
+func (s *Server) createBooking(ctx context.Context, req *mcp.CallToolRequest, in createBookingIn) (*mcp.CallToolResult, any, error) {
+	if err := s.assertedTenant(req, &in.Tenant); err != nil {
+		return nil, nil, err
+	}
 	s.count(ctx, ToolCreateBooking, in.Tenant)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -304,7 +316,10 @@ func (s *Server) createBooking(ctx context.Context, _ *mcp.CallToolRequest, in c
 	return nil, d.view(b), nil
 }
 
-func (s *Server) updateBooking(ctx context.Context, _ *mcp.CallToolRequest, in updateBookingIn) (*mcp.CallToolResult, any, error) {
+func (s *Server) updateBooking(ctx context.Context, req *mcp.CallToolRequest, in updateBookingIn) (*mcp.CallToolResult, any, error) {
+	if err := s.assertedTenant(req, &in.Tenant); err != nil {
+		return nil, nil, err
+	}
 	s.count(ctx, ToolUpdateBooking, in.Tenant)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -346,7 +361,10 @@ func (s *Server) updateBooking(ctx context.Context, _ *mcp.CallToolRequest, in u
 	return nil, d.view(b), nil
 }
 
-func (s *Server) sendBookingConfirmation(ctx context.Context, _ *mcp.CallToolRequest, in bookingIn) (*mcp.CallToolResult, any, error) {
+func (s *Server) sendBookingConfirmation(ctx context.Context, req *mcp.CallToolRequest, in bookingIn) (*mcp.CallToolResult, any, error) {
+	if err := s.assertedTenant(req, &in.Tenant); err != nil {
+		return nil, nil, err
+	}
 	s.count(ctx, ToolSendBookingConfirmation, in.Tenant)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -390,7 +408,10 @@ func (s *Server) sendBookingConfirmation(ctx context.Context, _ *mcp.CallToolReq
 	}, nil
 }
 
-func (s *Server) pageTechnician(ctx context.Context, _ *mcp.CallToolRequest, in pageTechnicianIn) (*mcp.CallToolResult, any, error) {
+func (s *Server) pageTechnician(ctx context.Context, req *mcp.CallToolRequest, in pageTechnicianIn) (*mcp.CallToolResult, any, error) {
+	if err := s.assertedTenant(req, &in.Tenant); err != nil {
+		return nil, nil, err
+	}
 	s.count(ctx, ToolPageTechnician, in.Tenant)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -414,7 +435,10 @@ func (s *Server) pageTechnician(ctx context.Context, _ *mcp.CallToolRequest, in 
 	}, nil
 }
 
-func (s *Server) muteBookingAlerts(ctx context.Context, _ *mcp.CallToolRequest, in muteBookingAlertsIn) (*mcp.CallToolResult, any, error) {
+func (s *Server) muteBookingAlerts(ctx context.Context, req *mcp.CallToolRequest, in muteBookingAlertsIn) (*mcp.CallToolResult, any, error) {
+	if err := s.assertedTenant(req, &in.Tenant); err != nil {
+		return nil, nil, err
+	}
 	s.count(ctx, ToolMuteBookingAlerts, in.Tenant)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -436,7 +460,10 @@ func (s *Server) muteBookingAlerts(ctx context.Context, _ *mcp.CallToolRequest, 
 	return nil, AlertMute{BookingID: b.ID, Minutes: in.Minutes, AlertsMutedUntil: until}, nil
 }
 
-func (s *Server) cancelBooking(ctx context.Context, _ *mcp.CallToolRequest, in bookingIn) (*mcp.CallToolResult, any, error) {
+func (s *Server) cancelBooking(ctx context.Context, req *mcp.CallToolRequest, in bookingIn) (*mcp.CallToolResult, any, error) {
+	if err := s.assertedTenant(req, &in.Tenant); err != nil {
+		return nil, nil, err
+	}
 	s.count(ctx, ToolCancelBooking, in.Tenant)
 	s.mu.Lock()
 	defer s.mu.Unlock()
