@@ -2,16 +2,24 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/mcpgate/mcpgate/assertion"
 	"github.com/mcpgate/mcpgate/config"
 	"github.com/mcpgate/mcpgate/internal/app"
 	"github.com/mcpgate/mcpgate/internal/demo"
+	"github.com/mcpgate/mcpgate/internal/tokens"
 )
 
 // Default demo addresses.
@@ -21,7 +29,9 @@ const (
 
 // cmdDemo runs the bundled demo upstream (a naive booking system on the
 // official MCP Go SDK) and the gateway in front of it with
-// config/examples/quickstart.yaml.
+// config/examples/quickstart.yaml plus the demo's identity set-up (see
+// demoIdentity): a gateway token per demo person, a platform-admin token,
+// a rights file to edit live, all in a temporary directory removed on exit.
 func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("demo", stderr)
 	listen := fs.String("listen", "", "proxy listener `address` (default from quickstart.yaml: 127.0.0.1:8080)")
@@ -45,13 +55,27 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		cfg.Listeners.ExtProc.Address = *extprocAddr
 	}
 
+	dir, err := os.MkdirTemp("", "mcpgate-demo-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	id, err := demoIdentity(cfg, dir)
+	if err != nil {
+		return err
+	}
+
 	ln, err := net.Listen("tcp", *upstreamListen)
 	if err != nil {
 		return fmt.Errorf("demo upstream: %w", err)
 	}
-	// The demo upstream logs each tool call, so a user sees what reaches it.
+	// The demo upstream refuses requests without mcpgate's identity
+	// assertion and logs each tool call, so a user sees what reaches it.
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", demo.New(demo.Options{Logger: newLogger(cfg.Log, stderr).With("component", "demo-upstream")}).Handler())
+	mux.Handle("/mcp", demo.New(demo.Options{
+		Logger:     newLogger(cfg.Log, stderr).With("component", "demo-upstream"),
+		Assertions: id.verifier,
+	}).Handler())
 	up := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := up.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -68,34 +92,131 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	log := newLogger(cfg.Log, stderr)
-	return serve(ctx, cfg, log, stdout, func(a *app.App) { demoBanner(stdout, a, ln.Addr().String()) })
+	var minted []demoToken
+	setup := func(a *app.App) error {
+		var err error
+		minted, err = mintDemoTokens(ctx, a)
+		return err
+	}
+	return serve(ctx, cfg, log, stdout, setup, func(a *app.App) {
+		demoBanner(stdout, a, ln.Addr().String(), minted, id)
+	})
 }
 
-func demoBanner(w io.Writer, a *app.App, upstream string) {
+// demoPeople are the demo's two persons, one per tenant, with their live
+// rights in the demo's rights file. Alice may do everything in acme; gina
+// may read and book in globex, not notify, page, mute or cancel.
+var demoPeople = []struct {
+	tenant, subject string
+	rights          []string
+}{
+	{demo.TenantAcme, "alice", []string{"customers:read", "bookings:read", "technicians:read", "bookings:write",
+		"customers:notify", "technicians:page", "alerts:manage", "bookings:delete"}},
+	{demo.TenantGlobex, "gina", []string{"customers:read", "bookings:read", "technicians:read", "bookings:write"}},
+}
+
+// demoAudience is the aud of the assertions the demo upstream accepts.
+const demoAudience = "mcpgate-demo-upstream"
+
+// demoIdentityParts are what demoIdentity made: the admin secret, the
+// rights file a user edits to change rights live, and the demo upstream's
+// assertion verifier.
+type demoIdentityParts struct {
+	adminToken string
+	rightsFile string
+	verifier   *assertion.Verifier
+}
+
+// demoIdentity turns the quickstart configuration into the demo's: a
+// state store, a rights file and assertion keys in dir, gateway tokens,
+// and a static platform-admin token for the admin API.
+func demoIdentity(cfg *config.Config, dir string) (*demoIdentityParts, error) {
+	p := &demoIdentityParts{rightsFile: filepath.Join(dir, "rights.yaml")}
+	var b strings.Builder
+	b.WriteString("# Live rights of the demo's persons: edit and save; the next call sees it.\ntenants:\n")
+	for _, person := range demoPeople {
+		fmt.Fprintf(&b, "  %s:\n    %s:\n      active: true\n      rights: [%s]\n", person.tenant, person.subject, strings.Join(person.rights, ", "))
+	}
+	if err := os.WriteFile(p.rightsFile, []byte(b.String()), 0o600); err != nil {
+		return nil, err
+	}
+	ks, err := assertion.GenerateKeySet(assertion.DefaultAlgorithm)
+	if err != nil {
+		return nil, err
+	}
+	priv, err := ks.MarshalPrivate()
+	if err != nil {
+		return nil, err
+	}
+	keysFile := filepath.Join(dir, "assertion-keys.json")
+	if err := os.WriteFile(keysFile, priv, 0o600); err != nil {
+		return nil, err
+	}
+	p.adminToken = "mcpgadm_" + rand.Text()
+	sum := sha256.Sum256([]byte(p.adminToken))
+
+	cfg.Store = &config.Store{Bolt: &config.BoltStore{Path: filepath.Join(dir, "state.db")}}
+	cfg.Rights = &config.Rights{File: &config.RightsFile{Path: p.rightsFile}, MaxStaleness: "0s"}
+	cfg.Auth = &config.Auth{ResourceBaseURL: "http://" + cfg.Listeners.Proxy.Address, GatewayTokens: &config.GatewayTokens{}}
+	cfg.Assertion = config.Assertion{KeysFile: keysFile}
+	cfg.AdminAPI = &config.AdminAPI{StaticTokens: []config.StaticToken{{Name: "demo-admin", SHA256: hex.EncodeToString(sum[:]), Role: config.RolePlatformAdmin}}}
+	for i := range cfg.Upstreams {
+		cfg.Upstreams[i].Audience = demoAudience
+	}
+	cfg.ApplyDefaults()
+	p.verifier, err = assertion.NewVerifier(assertion.VerifierOptions{Issuer: cfg.Assertion.Issuer, Audience: demoAudience, Keys: ks.PublicJWKS()})
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+type demoToken struct{ tenant, subject, secret string }
+
+// mintDemoTokens mints one gateway token per demo person, as a platform
+// admin would through the admin API.
+func mintDemoTokens(ctx context.Context, a *app.App) ([]demoToken, error) {
+	var out []demoToken
+	for _, person := range demoPeople {
+		c, err := a.Tokens.Create(ctx, tokens.Actor{Role: tokens.RolePlatformAdmin, Name: "demo"},
+			tokens.CreateRequest{Tenant: person.tenant, Subject: person.subject, Name: "demo"})
+		if err != nil {
+			return nil, fmt.Errorf("demo token for %s: %w", person.subject, err)
+		}
+		out = append(out, demoToken{person.tenant, person.subject, c.Secret})
+	}
+	return out, nil
+}
+
+func demoBanner(w io.Writer, a *app.App, upstream string, minted []demoToken, id *demoIdentityParts) {
+	for _, t := range minted {
+		fmt.Fprintf(w, "demo token: tenant=%s subject=%s token=%s\n", t.tenant, t.subject, t.secret)
+	}
+	fmt.Fprintf(w, "demo admin token: token=%s\n", id.adminToken)
+	fmt.Fprintf(w, "demo rights file: path=%s\n", id.rightsFile)
 	u := "http://" + a.ProxyAddr + "/mcp"
 	fmt.Fprintf(w, `
 mcpgate demo
   MCP endpoint (through mcpgate): %s
-  demo upstream (direct, naive):  http://%s/mcp
-  metrics:                        http://%s/metrics%s
+  demo upstream (direct):         http://%s/mcp  (refuses calls without mcpgate's identity assertion)
+  admin API and metrics:          http://%s  (/v1/..., /metrics)%s
 
-Point any MCP client at the endpoint above, or try (MCP 2026-07-28):
+Every call needs one of the tokens above (Authorization: Bearer <token>); the
+token fixes the tenant. Try (MCP 2026-07-28), with TOKEN set to acme's token:
 
-  curl -s %s -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
-    -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/list' \
-    -d '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}'
-
-  curl -s %s -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
-    -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: find_customers' \
+  curl -s %s -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
+    -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: find_customers' \
     -d '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"find_customers","arguments":{"query":"a"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}'
 
-A header that disagrees with the body is refused (400, -32020):
+Change a person's rights live: edit the rights file above (remove
+customers:read from alice) and repeat the call: it is refused with the reason.
 
-  curl -s %s -H 'Content-Type: application/json' -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/list' \
-    -d '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"cancel_booking","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}'
+Manage tokens with the admin token:
+
+  mcpgate tokens list --admin http://%s --token <admin token>
 
 Press Ctrl-C to stop.
-`, u, upstream, a.AdminAddr, extprocLine(a), u, u, u)
+`, u, upstream, a.AdminAddr, extprocLine(a), u, a.AdminAddr)
 }
 
 func extprocLine(a *app.App) string {

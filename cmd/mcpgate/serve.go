@@ -92,16 +92,22 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		log.Warn("--no-auth: the configuration's auth section is ignored")
 		cfg.Auth = nil
 	}
-	return serve(ctx, cfg, log, stdout, nil)
+	return serve(ctx, cfg, log, stdout, nil, nil)
 }
 
-// serve starts the gateway, prints the ready line, reloads the policy on
-// SIGHUP and shuts down gracefully when ctx ends. banner, if set, prints
-// extra lines after the ready line.
-func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, stdout io.Writer, banner func(a *app.App)) error {
+// serve starts the gateway, runs setup (if set) before printing the ready
+// line, reloads the policy on SIGHUP and shuts down gracefully when ctx
+// ends. banner, if set, prints extra lines after the ready line.
+func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, stdout io.Writer, setup func(a *app.App) error, banner func(a *app.App)) error {
 	a, err := app.Start(ctx, cfg, log)
 	if err != nil {
 		return err
+	}
+	if setup != nil {
+		if err := setup(a); err != nil {
+			_ = a.Shutdown(context.Background())
+			return err
+		}
 	}
 	extproc := "off"
 	if a.ExtProcAddr != "" {

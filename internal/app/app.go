@@ -24,6 +24,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/extproc"
 	"github.com/mcpgate/mcpgate/gateway/proxy"
+	"github.com/mcpgate/mcpgate/internal/tokens"
 	"github.com/mcpgate/mcpgate/policy"
 	"github.com/mcpgate/mcpgate/store"
 )
@@ -36,6 +37,9 @@ type App struct {
 	ProxyAddr   string // "" when the proxy listener is disabled
 	AdminAddr   string // "" when the admin listener is disabled
 	ExtProcAddr string // "" when the ext_proc listener is off; "unix:/path" for a socket
+	// Tokens is the gateway token service, nil unless auth.gateway_tokens
+	// is configured (the demo mints its tokens with it).
+	Tokens *tokens.Service
 
 	log     *slog.Logger
 	id      *identity
@@ -76,6 +80,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 		return nil, err
 	}
 	a.id = id
+	a.Tokens = id.tokens
 	var authenticator gateway.Authenticator
 	var metadata map[string][]byte
 	var asserter gateway.Asserter
