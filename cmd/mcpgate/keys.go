@@ -129,36 +129,32 @@ func keysRotate(args []string, stdout, stderr io.Writer) error {
 }
 
 func keysPromote(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("keys promote", stderr)
-	in := fs.String("in", "", "key `FILE` (rewritten in place)")
-	kid := fs.String("kid", "", "`KID` of the key that is to sign")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if *kid == "" {
-		fmt.Fprintln(fs.Output(), "--kid is required")
-		return errUsage
-	}
-	ks, err := keysLoad(fs.Output(), *in)
-	if err != nil {
-		return err
-	}
-	prev := ks.SigningKeyID()
-	next, err := ks.Promote(*kid)
-	if err != nil {
-		return err
-	}
-	if err := keysReplace(*in, next); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "%s: signing key %s (%s), was %s; keys: %s\n", *in, next.SigningKeyID(), next.SigningAlgorithm(), prev, strings.Join(next.KeyIDs(), ", "))
-	return nil
+	return keysEdit("keys promote", "`KID` of the key that is to sign", args, stdout, stderr,
+		func(ks *assertion.KeySet, kid string) (*assertion.KeySet, string, error) {
+			next, err := ks.Promote(kid)
+			if err != nil {
+				return nil, "", err
+			}
+			return next, fmt.Sprintf("signing key %s (%s), was %s", next.SigningKeyID(), next.SigningAlgorithm(), ks.SigningKeyID()), nil
+		})
 }
 
 func keysRemove(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("keys remove", stderr)
+	return keysEdit("keys remove", "`KID` of the key to remove", args, stdout, stderr,
+		func(ks *assertion.KeySet, kid string) (*assertion.KeySet, string, error) {
+			next, err := ks.Remove(kid)
+			return next, "removed key " + kid, err
+		})
+}
+
+// keysEdit runs a verb that changes one key of a key file in place:
+// --in FILE and --kid KID, then edit, then the file rewritten and one line
+// saying what changed.
+func keysEdit(name, kidUsage string, args []string, stdout, stderr io.Writer,
+	edit func(ks *assertion.KeySet, kid string) (*assertion.KeySet, string, error)) error {
+	fs := newFlagSet(name, stderr)
 	in := fs.String("in", "", "key `FILE` (rewritten in place)")
-	kid := fs.String("kid", "", "`KID` of the key to remove")
+	kid := fs.String("kid", "", kidUsage)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -170,14 +166,14 @@ func keysRemove(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	next, err := ks.Remove(*kid)
+	next, what, err := edit(ks, *kid)
 	if err != nil {
 		return err
 	}
 	if err := keysReplace(*in, next); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s: removed key %s; keys: %s\n", *in, *kid, strings.Join(next.KeyIDs(), ", "))
+	fmt.Fprintf(stdout, "%s: %s; keys: %s\n", *in, what, strings.Join(next.KeyIDs(), ", "))
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/mcpgate/mcpgate/internal/admin"
 	"io"
 	"net"
 	"net/http"
@@ -271,19 +272,9 @@ func tokensRevoke(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	return nil
 }
 
-// apiToken is a token as the admin API shows it.
-type apiToken struct {
-	ID        string     `json:"id"`
-	Secret    string     `json:"token"`
-	Tenant    string     `json:"tenant"`
-	Creator   string     `json:"creator"`
-	Name      string     `json:"name"`
-	Rights    []string   `json:"rights"`
-	CreatedAt time.Time  `json:"created_at"`
-	ExpiresAt *time.Time `json:"expires_at"`
-	RevokedAt *time.Time `json:"revoked_at"`
-	Active    bool       `json:"active"`
-}
+// apiToken is a token as the admin API shows it (admin.Token), with the
+// CLI's status column.
+type apiToken struct{ admin.Token }
 
 func (t apiToken) status() string {
 	switch {
