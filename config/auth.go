@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/gateway/routes"
 )
 
 // Defaults of the auth section, applied to each issuer.
@@ -223,9 +224,36 @@ func (is Issuer) issuerConfig() auth.IssuerConfig {
 }
 
 // ResourceURI returns the canonical resource URI (RFC 8707) of the route
-// with the given path: resource_base_url followed by the path.
+// with the given path: resource_base_url followed by the path. For a route
+// with {tenant} it is a template: each tenant's resource URI is it with
+// {tenant} filled in (see TenantResource).
 func (a *Auth) ResourceURI(route string) (string, error) {
+	if pattern, err := routes.Parse(route); err == nil && pattern.HasTenant() {
+		base, err := auth.CanonicalResourceURI(a.ResourceBaseURL)
+		if err != nil {
+			return "", err
+		}
+		return strings.TrimSuffix(base, "/") + route, nil
+	}
 	return auth.CanonicalResourceURI(strings.TrimSuffix(a.ResourceBaseURL, "/") + route)
+}
+
+// TenantResource reports whether uri (canonical) is the resource URI of
+// the route with {tenant} for some tenant, and which.
+func (a *Auth) TenantResource(route, uri string) (tenant string, ok bool) {
+	pattern, err := routes.Parse(route)
+	if err != nil || !pattern.HasTenant() {
+		return "", false
+	}
+	base, err := auth.CanonicalResourceURI(a.ResourceBaseURL)
+	if err != nil {
+		return "", false
+	}
+	rest, ok := strings.CutPrefix(uri, strings.TrimSuffix(base, "/"))
+	if !ok {
+		return "", false
+	}
+	return pattern.Match(rest)
 }
 
 // validateAuth checks the auth section, if there is one.
@@ -235,13 +263,27 @@ func (c *Config) validateAuth(p *problems) {
 		return
 	}
 	baseOK := checkResourceBase(p, "auth.resource_base_url", a.ResourceBaseURL)
-	routes := map[string]string{} // resource URI → route
+	resources := map[string]string{} // resource URI (a template for routes with {tenant}) → route
+	var tenantRoutes []string
 	if baseOK {
 		for _, u := range c.Upstreams {
+			pattern, err := routes.Parse(u.Route)
+			if err != nil {
+				continue // reported with the upstreams
+			}
 			if uri, err := a.ResourceURI(u.Route); err == nil {
-				routes[uri] = u.Route
+				resources[uri] = u.Route
+			}
+			if pattern.HasTenant() {
+				tenantRoutes = append(tenantRoutes, u.Route)
 			}
 		}
+	}
+	onTenantRoute := func(uri string) bool {
+		return slices.ContainsFunc(tenantRoutes, func(route string) bool {
+			_, ok := a.TenantResource(route, uri)
+			return ok
+		})
 	}
 	for i, u := range c.Upstreams {
 		if strings.HasPrefix(u.Route, auth.WellKnownProtectedResource) {
@@ -299,12 +341,14 @@ func (c *Config) validateAuth(p *problems) {
 			apath := indexPath(at+".audiences", j)
 			canon, err := auth.CanonicalResourceURI(aud)
 			switch {
+			case strings.Contains(aud, routes.Param):
+				p.add(apath, "%q: %s is not filled in here; list each tenant's resource URI (e.g. %q), or leave audiences empty to trust the issuer for every tenant", aud, routes.Param, strings.Replace(aud, routes.Param, "acme", 1))
 			case err != nil:
 				p.addErr(apath, err, "%q is not a resource URI (resource_base_url followed by a route, e.g. \"https://mcp.example.com/mcp\")", aud)
 			case canon != aud:
 				p.add(apath, "%q is not in canonical form; write %q", aud, canon)
-			case baseOK && routes[aud] == "":
-				p.add(apath, "%q is not the resource URI of any route (%s)", aud, strings.Join(slices.Sorted(keys(routes)), ", "))
+			case baseOK && resources[aud] == "" && !onTenantRoute(aud):
+				p.add(apath, "%q is not the resource URI of any route (%s)", aud, strings.Join(slices.Sorted(keys(resources)), ", "))
 			}
 		}
 		if in := is.Introspection; in != nil {

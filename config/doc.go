@@ -76,10 +76,21 @@
 //     unique.
 //   - upstreams[].url (string, URL; required): the upstream's MCP endpoint,
 //     http:// or https:// with a host, e.g. "http://127.0.0.1:3000/mcp".
-//   - upstreams[].route (string, path; default "/mcp"): the path on the
-//     proxy listener that maps to this upstream (exact match). Starts with
-//     "/", no ? or #; unique across upstreams, so with more than one
-//     upstream every one but one needs a route.
+//     On a route with {tenant}, a {tenant} in the URL's path (only there)
+//     is replaced by the request's tenant on the standalone proxy, e.g.
+//     "http://crm.internal/tenants/{tenant}/mcp"; refused on a route
+//     without one.
+//   - upstreams[].route (string, path; default "/mcp"): the path that maps
+//     to this upstream: an exact path, or a pattern with one whole segment
+//     {tenant} (e.g. "/t/{tenant}/mcp") that names the tenant of each
+//     request, which the credential must serve. Starts with "/"; only
+//     letters, digits and - . _ ~ ! $ & ' ( ) * + , ; = : @ / (written as
+//     sent, no percent-encoding), besides {tenant}; a pattern needs a
+//     non-empty segment besides {tenant}. Paths are matched as received,
+//     never decoded; a tenant segment is 1–128 characters of A-Z a-z 0-9 .
+//     _ ~ - and not "." or "..". Exact routes are unique across upstreams
+//     (so with more than one upstream every one but one needs a route) and
+//     win over patterns; two patterns must not match the same path.
 //   - upstreams[].timeout (string, duration; default "0s" = none): on the
 //     standalone proxy, bounds the wait for the upstream's response headers
 //     (502 when it runs out); a response that has started, such as an SSE
@@ -161,8 +172,12 @@
 // OAuth 2.1 protected resource. A route's resource URI (RFC 8707, the
 // audience its tokens must carry) is auth.resource_base_url followed by the
 // route's path; its protected resource metadata (RFC 9728) is served at
-// /.well-known/oauth-protected-resource<route>, the first route's also at
-// /.well-known/oauth-protected-resource. Routes may not lie under that path.
+// /.well-known/oauth-protected-resource<route>, the first exact route's
+// also at /.well-known/oauth-protected-resource. On a route with {tenant}
+// each tenant's path is a resource of its own: resource URI and metadata
+// path with the tenant filled in (https://mcp.example.com/t/acme/mcp,
+// /.well-known/oauth-protected-resource/t/acme/mcp). Routes may not lie
+// under that path.
 //
 //   - auth.resource_base_url (string, URL; required): the gateway's public
 //     origin, scheme://host[:port] without path, query or fragment; https
@@ -178,7 +193,9 @@
 //     iss); https except on loopback hosts.
 //   - auth.issuers[].audiences (list of resource URIs; default none = every
 //     route): the routes the issuer may issue tokens for, each the canonical
-//     resource URI of a configured route.
+//     resource URI of a configured route, or of a route with {tenant} for
+//     one tenant (https://mcp.example.com/t/acme/mcp; {tenant} itself is
+//     refused).
 //   - auth.issuers[].algorithms (list of strings; default RS256, ES256,
 //     PS256, EdDSA): JWS alg allowlist, asymmetric algorithms only.
 //   - auth.issuers[].types (list of strings; default at+jwt,
@@ -204,7 +221,8 @@
 //     never logged.
 //   - auth.tenant_header (string, header name; default none): the request
 //     header in which a client names the tenant of a request, one its
-//     credential serves. An HTTP token; not Authorization,
+//     credential serves; on a route with {tenant} it must name the path's
+//     tenant if sent. An HTTP token; not Authorization,
 //     Proxy-Authorization, Cookie, Host, Content-Type, Mcpgate-Assertion,
 //     Mcp-* or listeners.extproc.upstream_header.
 //   - auth.gateway_tokens (mapping; default none = off): MCP access tokens
@@ -269,7 +287,8 @@
 //
 //   - admin_api.audience (string; required when auth.issuers is not empty,
 //     refused otherwise): the aud of admin OIDC tokens; it must differ from
-//     every route's resource URI.
+//     every route's resource URI, every tenant's of a route with {tenant}
+//     included.
 //   - admin_api.platform_admin_role (string; default
 //     "mcpgate.platform_admin"): the OIDC role of a platform admin.
 //   - admin_api.tenant_admin_role (string; default "mcpgate.tenant_admin"):

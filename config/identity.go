@@ -645,5 +645,9 @@ func (c *Config) checkAdminAudience(p *problems, aud string) {
 			p.add("admin_api.audience", "%q is the resource URI of route %s; admin tokens need an audience of their own, or MCP access tokens would pass as admin tokens", aud, u.Route)
 			return
 		}
+		if tenant, ok := c.Auth.TenantResource(u.Route, canon); ok {
+			p.add("admin_api.audience", "%q is the resource URI of route %s for tenant %q; admin tokens need an audience of their own, or MCP access tokens would pass as admin tokens", aud, u.Route, tenant)
+			return
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpgate/mcpgate/gateway/routes"
 	"github.com/mcpgate/mcpgate/policy"
 )
 
@@ -120,7 +121,8 @@ func (c *Config) validateUpstreams(p *problems) {
 		return
 	}
 	names := map[string]int{}
-	routes := map[string]int{}
+	exact := map[string]int{}            // route → upstream index
+	patterns := map[int]routes.Pattern{} // upstream index → route with {tenant}
 	for i, u := range c.Upstreams {
 		at := indexPath("upstreams", i)
 		switch {
@@ -136,17 +138,33 @@ func (c *Config) validateUpstreams(p *problems) {
 			}
 		}
 		checkUpstreamURL(p, at+".url", u.URL)
-		if checkRoute(p, at+".route", u.Route) {
-			if j, dup := routes[u.Route]; dup {
+		pattern, routeOK := checkRoute(p, at+".route", u.Route)
+		switch {
+		case !routeOK:
+		case !pattern.HasTenant():
+			if j, dup := exact[u.Route]; dup {
 				hint := ""
 				if u.Route == DefaultRoutePath {
 					hint = fmt.Sprintf(" (an upstream without a route gets %s; give each upstream its own)", DefaultRoutePath)
 				}
 				p.add(at+".route", "%q is also the route of upstreams[%d]; routes must be unique%s", u.Route, j, hint)
 			} else {
-				routes[u.Route] = i
+				exact[u.Route] = i
+			}
+		default:
+			overlaps := false
+			for _, j := range slices.Sorted(maps.Keys(patterns)) {
+				if example, ok := routes.Overlap(patterns[j], pattern); ok {
+					p.add(at+".route", "%q and the route of upstreams[%d] (%q) both match paths such as %q; routes with %s must not match the same path", u.Route, j, patterns[j], example, routes.Param)
+					overlaps = true
+					break
+				}
+			}
+			if !overlaps {
+				patterns[i] = pattern
 			}
 		}
+		checkURLTenant(p, at, u, routeOK, pattern.HasTenant())
 		checkDuration(p, at+".timeout", u.Timeout)
 		checkAudience(p, at+".audience", u)
 		for _, tool := range slices.Sorted(maps.Keys(u.Tools)) {
@@ -219,8 +237,10 @@ func checkUpstreamURL(p *problems, path, raw string) {
 	}
 }
 
-// checkRoute checks an MCP route path and reports whether it is usable.
-func checkRoute(p *problems, path, route string) bool {
+// checkRoute checks an MCP route (an exact path, or a pattern with one
+// {tenant} segment; see package routes) and returns it parsed, and
+// whether it is usable.
+func checkRoute(p *problems, path, route string) (routes.Pattern, bool) {
 	switch {
 	case route == "":
 		p.add(path, "required (a path such as %q)", DefaultRoutePath)
@@ -231,9 +251,33 @@ func checkRoute(p *problems, path, route string) bool {
 	case strings.ContainsFunc(route, func(r rune) bool { return r <= ' ' || r == 0x7f }):
 		p.add(path, "%q must not contain spaces or control characters", route)
 	default:
-		return true
+		pattern, err := routes.Parse(route)
+		if err != nil {
+			p.addErr(path, err, "%q: %v", route, err)
+			return routes.Pattern{}, false
+		}
+		return pattern, true
 	}
-	return false
+	return routes.Pattern{}, false
+}
+
+// checkURLTenant checks a {tenant} in upstream u's URL (at is the
+// upstream's key path): only in the URL's path, and only when the route
+// has a {tenant} to fill it with.
+func checkURLTenant(p *problems, at string, u Upstream, routeOK, routeHasTenant bool) {
+	parsed, err := url.Parse(u.URL)
+	switch {
+	case err != nil:
+		if strings.Contains(u.URL, routes.Param) && strings.Contains(err.Error(), "host") {
+			p.add(at+".url", "%s may appear only in the URL's path, not in its host", routes.Param)
+		}
+		// Otherwise reported by checkUpstreamURL.
+	case !strings.Contains(u.URL, routes.Param) && !strings.Contains(parsed.Path, routes.Param):
+	case strings.Count(u.URL, routes.Param) != strings.Count(parsed.Path, routes.Param):
+		p.add(at+".url", "%s may appear only in the URL's path (e.g. \"http://crm.internal/tenants/%s/mcp\")", routes.Param, routes.Param)
+	case routeOK && !routeHasTenant:
+		p.add(at+".url", "has %s but the route (%q) has none to fill it with; give the route a %s segment (e.g. \"/t/%s/mcp\") or remove it from the URL", routes.Param, u.Route, routes.Param, routes.Param)
+	}
 }
 
 // checkDuration checks a Go duration string that must not be negative.

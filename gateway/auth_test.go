@@ -54,7 +54,7 @@ func newAuthPipeline(t *testing.T) (*gateway.Pipeline, *fakeAuth) {
 	}
 	fa := &fakeAuth{}
 	return gateway.New(eng, gateway.Options{Declarations: benchDecls, MaxBodyBytes: 1 << 16, MaxJSONDepth: 16, MaxSSEEventBytes: 1 << 20,
-		Authenticator: fa, ResourceMetadata: map[string][]byte{"/.well-known/oauth-protected-resource/mcp": prm}}), fa
+		Authenticator: fa, ResourceMetadata: gateway.StaticMetadata(map[string][]byte{"/.well-known/oauth-protected-resource/mcp": prm})}), fa
 }
 
 func authReq(method, token, body string, kv ...string) *gateway.Request {

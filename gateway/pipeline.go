@@ -98,10 +98,15 @@ type Options struct {
 	// authentication (every caller anonymous, client headers forwarded
 	// as they are).
 	Authenticator Authenticator
-	// ResourceMetadata are the OAuth Protected Resource Metadata
-	// documents (RFC 9728) the pipeline serves itself, unauthenticated,
-	// to GET: request path → JSON document. Set with an Authenticator.
-	ResourceMetadata map[string][]byte
+	// ResourceMetadata returns the OAuth Protected Resource Metadata
+	// document (RFC 9728) the pipeline serves itself, unauthenticated, to
+	// GET at a request path, ok false when there is none there. It is
+	// asked for every request path (cheaply answer paths outside
+	// /.well-known/oauth-protected-resource) and must answer the paths of
+	// tenant routes (/.well-known/oauth-protected-resource/t/acme/mcp)
+	// without remembering every tenant ever asked for. Set with an
+	// Authenticator; nil serves none.
+	ResourceMetadata func(path string) (doc []byte, ok bool)
 	// Asserter signs the identity assertion forwarded requests carry
 	// (AssertionHeader); nil forwards none. Used with an Authenticator.
 	Asserter Asserter
@@ -156,13 +161,18 @@ func New(d Decider, o Options) *Pipeline {
 // SetDecider swaps the decider atomically (a new policy engine on reload).
 func (p *Pipeline) SetDecider(d Decider) { p.decider.Store(&deciderBox{d}) }
 
-// Request is one HTTP request as the adapter received it.
+// Request is one HTTP request as the adapter received it. The adapter sets
+// Tenant from the route it matched (routes.Pattern.Match); the
+// authenticator checks it against the credential (403 tenant_mismatch when
+// the credential does not serve it) and the policy sees it as
+// input.transport.tenant.
 type Request struct {
 	Transport string     // TransportProxy or TransportExtProc
 	Method    string     // HTTP method, upper case
-	Path      string     // request path without query
+	Path      string     // request path as received (never percent-decoded), without query
 	RawQuery  string     // query string without "?" ("" when none)
 	Upstream  string     // configured upstream the route maps to ("" for a path the pipeline answers itself)
+	Tenant    string     // tenant the path names on a route with {tenant} ("" on an exact route)
 	Header    mcp.Header // request header fields, lower-case keys
 	Body      []byte     // the whole request body (nil for GET)
 }
@@ -238,8 +248,29 @@ func local(status int, body []byte) *Local {
 // itself (the protected resource metadata documents), so that an adapter
 // hands them over although no upstream is routed there.
 func (p *Pipeline) AnswersPath(path string) bool {
-	_, ok := p.opts.ResourceMetadata[path]
-	return ok || (path == JWKSPath && p.opts.JWKS != nil)
+	if path == JWKSPath && p.opts.JWKS != nil {
+		return true
+	}
+	_, ok := p.metadata(path)
+	return ok
+}
+
+// StaticMetadata serves fixed protected resource metadata documents,
+// request path → document (an Options.ResourceMetadata for routes without
+// {tenant}).
+func StaticMetadata(docs map[string][]byte) func(path string) ([]byte, bool) {
+	return func(path string) ([]byte, bool) {
+		doc, ok := docs[path]
+		return doc, ok
+	}
+}
+
+// metadata returns the protected resource metadata document at path.
+func (p *Pipeline) metadata(path string) ([]byte, bool) {
+	if p.opts.ResourceMetadata == nil {
+		return nil, false
+	}
+	return p.opts.ResourceMetadata(path)
 }
 
 // HandleRequest runs the request-side gates in order: Origin, HTTP method,
@@ -279,7 +310,7 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 		x.outcome = OutcomeInvalid
 		return Verdict{Local: local(403, mcp.ErrorResponse(nil, &mcp.Error{Code: mcp.CodeInvalidRequest, Message: "Origin " + quote(origin) + " is not allowed"}))}
 	}
-	if doc, ok := p.opts.ResourceMetadata[r.Path]; ok {
+	if doc, ok := p.metadata(r.Path); ok {
 		return resourceMetadata(x, doc)
 	}
 	if r.Path == JWKSPath && p.opts.JWKS != nil {
@@ -548,7 +579,7 @@ func (p *Pipeline) decide(ctx context.Context, x *Exchange, phase string, items 
 	in.Items = items
 	if phase == policy.PhaseRequest {
 		r, msg := x.req, x.msg
-		in.Transport = policy.Transport{Kind: r.Transport, HTTPMethod: r.Method, Path: r.Path, Upstream: r.Upstream, ProtocolVersion: x.version, Origin: r.Header.Get("origin")}
+		in.Transport = policy.Transport{Kind: r.Transport, HTTPMethod: r.Method, Path: r.Path, Upstream: r.Upstream, Tenant: r.Tenant, ProtocolVersion: x.version, Origin: r.Header.Get("origin")}
 		in.Message = policy.Message{Kind: msg.Kind.String(), Method: msg.Method, Name: msg.Name, URI: msg.URI, Arguments: msg.Arguments}
 		if ci := clientInfo(msg); ci != nil {
 			in.Message.Client = &policy.Client{Name: ci.Name, Version: ci.Version}

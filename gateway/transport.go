@@ -153,6 +153,16 @@ func Refused(status int, message string) *Local {
 	return local(status, mcp.ErrorResponse(jsonNull, &mcp.Error{Code: mcp.CodeInvalidRequest, Message: message}))
 }
 
+// NotFound is the answer to a path no route matches (and the pipeline
+// does not answer itself), the same from both adapters: 404 with the text
+// net/http's NotFound writes.
+func NotFound() *Local {
+	return &Local{Status: 404, Header: mcp.Header{
+		"content-type":           {"text/plain; charset=utf-8"},
+		"x-content-type-options": {"nosniff"},
+	}, Body: []byte("404 page not found\n")}
+}
+
 // HostAllowed reports whether a Host header value names one of hosts
 // (lower-case names without port); an empty set allows any.
 func HostAllowed(hosts map[string]bool, host string) bool {

@@ -137,12 +137,15 @@ func inputValue(in *Input, c *termCaches) (ast.Value, error) {
 }
 
 func transportValue(t *Transport) *ast.Term {
-	kv := make([][2]*ast.Term, 5, 6)
+	kv := make([][2]*ast.Term, 5, 7)
 	kv[0] = [2]*ast.Term{kKind, str(t.Kind)}
 	kv[1] = [2]*ast.Term{kHTTPMethod, str(t.HTTPMethod)}
 	kv[2] = [2]*ast.Term{kPath, str(t.Path)}
 	kv[3] = [2]*ast.Term{kUpstream, ast.StringTerm(t.Upstream)}
 	kv[4] = [2]*ast.Term{kProtocolVersion, str(t.ProtocolVersion)}
+	if t.Tenant != "" {
+		kv = append(kv, [2]*ast.Term{kTenant, ast.StringTerm(t.Tenant)})
+	}
 	if t.Origin != "" {
 		kv = append(kv, [2]*ast.Term{kOrigin, ast.StringTerm(t.Origin)})
 	}

@@ -31,6 +31,7 @@ func viaJSON(t testing.TB, v any) ast.Value {
 func sampleInputs() map[string]*Input {
 	full := callInput("search_contacts", alice)
 	full.Transport.Origin = "https://app.example.com"
+	full.Transport.Path, full.Transport.Tenant = "/t/acme/mcp", "acme"
 	full.Tool.Hidden = true // differs from the declaration: not the cached term
 	changed := callInput("search_contacts", alice)
 	changed.Tool.Rights = []string{"crm.read", "crm.export"}

@@ -36,10 +36,15 @@ type Input struct {
 
 // Transport holds the transport facts of the message.
 type Transport struct {
-	Kind            string `json:"kind"`             // "proxy" or "extproc"
-	HTTPMethod      string `json:"http_method"`      // e.g. "POST"
-	Path            string `json:"path"`             // request path, e.g. "/mcp"
-	Upstream        string `json:"upstream"`         // configured upstream name
+	Kind       string `json:"kind"`        // "proxy" or "extproc"
+	HTTPMethod string `json:"http_method"` // e.g. "POST"
+	Path       string `json:"path"`        // request path, e.g. "/mcp"
+	Upstream   string `json:"upstream"`    // configured upstream name
+	// Tenant is the tenant the request path names, on a route with a
+	// {tenant} segment (e.g. /t/{tenant}/mcp); "" (absent) on an exact
+	// route. With authentication it equals principal.tenant: a credential
+	// that does not serve it was refused before the policy ran.
+	Tenant          string `json:"tenant,omitempty"`
 	ProtocolVersion string `json:"protocol_version"` // effective MCP revision
 	Origin          string `json:"origin,omitempty"` // Origin header, if any
 }

@@ -32,7 +32,7 @@ func TestAuthAndMetadata(t *testing.T) {
 	}
 	qa := &queryAuth{}
 	p := gateway.New(eng, gateway.Options{Declarations: decls, MaxBodyBytes: 1 << 20, MaxJSONDepth: 32, MaxSSEEventBytes: 1 << 20,
-		Authenticator: qa, ResourceMetadata: map[string][]byte{"/.well-known/oauth-protected-resource/crm/mcp": []byte(`{"resource":"https://gw/crm/mcp"}`)}})
+		Authenticator: qa, ResourceMetadata: gateway.StaticMetadata(map[string][]byte{"/.well-known/oauth-protected-resource/crm/mcp": []byte(`{"resource":"https://gw/crm/mcp"}`)})})
 	c := serve(t, p)
 
 	s, err := c.Process(context.Background())

@@ -13,6 +13,7 @@ package extproc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"runtime"
@@ -32,6 +33,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
+	"github.com/mcpgate/mcpgate/gateway/routes"
 )
 
 // Defaults.
@@ -50,8 +52,12 @@ const (
 
 // Upstream is one configured upstream as the adapter needs it.
 type Upstream struct {
-	Name  string // upstream name
-	Route string // path on which the upstream is served (fallback routing)
+	Name string // upstream name
+	// Route is the path on which the upstream is served (see package
+	// routes): it routes requests Envoy does not name the upstream of, and
+	// a route with {tenant} gives every request its tenant, whichever way
+	// the upstream was chosen. "" for none.
+	Route string
 }
 
 // Options configure a Server.
@@ -71,16 +77,17 @@ type Options struct {
 // Server implements envoy.service.ext_proc.v3.ExternalProcessor.
 type Server struct {
 	extprocv3.UnimplementedExternalProcessorServer
-	o       Options
-	log     *slog.Logger
-	names   map[string]bool
-	byRoute map[string]string
+	o      Options
+	log    *slog.Logger
+	names  map[string]bool
+	routes *routes.Table
 }
 
 var _ extprocv3.ExternalProcessorServer = (*Server)(nil)
 
-// New returns the ext_proc server.
-func New(o Options) *Server {
+// New returns the ext_proc server. It fails on routes the routes package
+// refuses (bad pattern, duplicate, overlapping patterns).
+func New(o Options) (*Server, error) {
 	if o.UpstreamHeader == "" {
 		o.UpstreamHeader = DefaultUpstreamHeader
 	}
@@ -88,17 +95,23 @@ func New(o Options) *Server {
 	if o.MessageBudget <= 0 {
 		o.MessageBudget = DefaultMessageBudget
 	}
-	s := &Server{o: o, log: o.Logger, names: map[string]bool{}, byRoute: map[string]string{}}
+	s := &Server{o: o, log: o.Logger, names: map[string]bool{}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	var rs []routes.Route
 	for _, u := range o.Upstreams {
 		s.names[u.Name] = true
 		if u.Route != "" {
-			s.byRoute[u.Route] = u.Name
+			rs = append(rs, routes.Route{Path: u.Route, Upstream: u.Name})
 		}
 	}
-	return s
+	t, err := routes.New(rs)
+	if err != nil {
+		return nil, fmt.Errorf("extproc: %w", err)
+	}
+	s.routes = t
+	return s, nil
 }
 
 // exchange is the state of one HTTP request on its stream.
@@ -178,15 +191,18 @@ func (ex *exchange) requestHeaders(in *extprocv3.ProcessingRequest, h *extprocv3
 	}
 	// A path the pipeline answers itself (protected resource metadata)
 	// needs no upstream: whichever route Envoy chose, nothing is forwarded.
-	upstream, ok := "", ex.s.o.Pipeline.AnswersPath(path)
-	if !ok {
-		upstream, ok = ex.s.upstream(in, h, hdr, path)
+	if !ex.s.o.Pipeline.AnswersPath(path) {
+		upstream, tenant, found := ex.s.upstream(in, h, hdr, path)
+		switch found {
+		case noUpstream:
+			return immediate(&gateway.Local{Status: 500, Header: mcp.Header{"content-type": {"application/json"}},
+				Body: mcp.ErrorResponse([]byte("null"), &mcp.Error{Code: mcp.CodeInternalError, Message: "mcpgate: no upstream is configured for this route"})})
+		case notOnRoute:
+			ex.s.log.LogAttrs(ex.ctx, slog.LevelDebug, "path on no route of mcpgate; 404", slog.String("upstream", upstream), slog.String("path", path))
+			return immediate(gateway.NotFound())
+		}
+		ex.req.Upstream, ex.req.Tenant = upstream, tenant
 	}
-	if !ok {
-		return immediate(&gateway.Local{Status: 500, Header: mcp.Header{"content-type": {"application/json"}},
-			Body: mcp.ErrorResponse([]byte("null"), &mcp.Error{Code: mcp.CodeInternalError, Message: "mcpgate: no upstream is configured for this route"})})
-	}
-	ex.req.Upstream = upstream
 	if !h.GetEndOfStream() {
 		return headersResponse(nil, false)
 	}
@@ -336,28 +352,68 @@ func (ex *exchange) responseBody(b *extprocv3.HttpBody) *extprocv3.ProcessingRes
 	return cont
 }
 
+// Results of Server.upstream.
+const (
+	found      = iota
+	noUpstream // Envoy named an upstream mcpgate does not know: its configuration is wrong (500)
+	// notOnRoute: nothing named the upstream and the path is on no route
+	// (with several upstreams), or the upstream's route has {tenant} and
+	// the path is not on it (404, as the standalone proxy answers).
+	notOnRoute
+)
+
 // upstream resolves the upstream of a request: the route metadata Envoy
 // sends as the "xds.route_metadata" attribute (namespace "mcpgate", key
-// "upstream"), else the configured header, else the configured route
-// paths, else the only upstream. Unknown names never match.
-func (s *Server) upstream(in *extprocv3.ProcessingRequest, h *extprocv3.HttpHeaders, hdr mcp.Header, path string) (string, bool) {
+// "upstream"), else the configured header, else the configured routes,
+// else the only upstream. Unknown names never match (500); a path on no
+// route is 404.
+//
+// When the upstream's route has a {tenant} segment, the path must be on
+// that route, whichever way the upstream was chosen: it names the tenant
+// (and so the resource URI, the tenant the credential must serve and the
+// metadata). A path that is not — e.g. "/t/%61cme/mcp", or a route
+// Envoy maps more widely than mcpgate's — is refused with 404, as the
+// standalone proxy refuses it; nothing is forwarded without a tenant.
+// An upstream with an exact route is served on any path Envoy sends it.
+func (s *Server) upstream(in *extprocv3.ProcessingRequest, h *extprocv3.HttpHeaders, hdr mcp.Header, path string) (upstream, tenant string, result int) {
+	name := ""
 	for _, attrs := range []map[string]*structpb.Struct{in.GetAttributes(), h.GetAttributes()} {
 		for _, a := range attrs {
-			if name := routeUpstream(a); name != "" {
-				return name, s.names[name]
+			if name = routeUpstream(a); name != "" {
+				break
 			}
 		}
+		if name != "" {
+			break
+		}
 	}
-	if name := hdr.Get(s.o.UpstreamHeader); name != "" {
-		return name, s.names[name]
+	if name == "" {
+		name = hdr.Get(s.o.UpstreamHeader)
 	}
-	if name, ok := s.byRoute[path]; ok {
-		return name, true
+	if name == "" {
+		if u, t, ok := s.routes.Match(path); ok {
+			return u, t, found
+		}
+		switch len(s.o.Upstreams) {
+		case 0:
+			return "", "", noUpstream
+		case 1:
+		default:
+			return "", "", notOnRoute
+		}
+		name = s.o.Upstreams[0].Name
 	}
-	if len(s.o.Upstreams) == 1 {
-		return s.o.Upstreams[0].Name, true
+	if !s.names[name] {
+		return "", "", noUpstream
 	}
-	return "", false
+	if p, ok := s.routes.Pattern(name); ok && p.HasTenant() {
+		t, ok := p.Match(path)
+		if !ok {
+			return "", "", notOnRoute
+		}
+		return name, t, found
+	}
+	return name, "", found
 }
 
 func upstreamFailure(x *gateway.Exchange) *gateway.Local {

@@ -39,11 +39,22 @@ func client(t testing.TB) extprocv3.ExternalProcessorClient {
 // returns a gRPC client for it.
 func serve(t testing.TB, p *gateway.Pipeline) extprocv3.ExternalProcessorClient {
 	t.Helper()
-	srv := grpc.NewServer(extproc.GRPCServerOptions(2 << 20)...)
-	extprocv3.RegisterExternalProcessorServer(srv, extproc.New(extproc.Options{
+	s, err := extproc.New(extproc.Options{
 		Pipeline:  p,
 		Upstreams: []extproc.Upstream{{Name: "crm", Route: "/crm/mcp"}, {Name: "tickets", Route: "/tickets/mcp"}},
-	}))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serveServer(t, s)
+}
+
+// serveServer runs an ext_proc server on a loopback port and returns a
+// gRPC client for it.
+func serveServer(t testing.TB, s *extproc.Server) extprocv3.ExternalProcessorClient {
+	t.Helper()
+	srv := grpc.NewServer(extproc.GRPCServerOptions(2 << 20)...)
+	extprocv3.RegisterExternalProcessorServer(srv, s)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -18,13 +19,22 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
+	"github.com/mcpgate/mcpgate/gateway/routes"
 )
 
 // Route maps a path on the proxy listener to one upstream.
 type Route struct {
-	Path     string   // exact request path, e.g. "/mcp"
-	Upstream string   // upstream name (policy input, metrics label)
-	URL      *url.URL // upstream MCP endpoint
+	// Path is the route (see package routes): an exact request path, e.g.
+	// "/mcp", or a pattern with one {tenant} segment, e.g.
+	// "/t/{tenant}/mcp", whose tenant the request names.
+	Path     string
+	Upstream string // upstream name (policy input, metrics label)
+	// URL is the upstream MCP endpoint. On a route with {tenant}, a
+	// {tenant} in its path is replaced by the tenant the request names
+	// (e.g. http://crm.internal/tenants/{tenant}/mcp); otherwise every
+	// tenant's requests go to the URL as it is, and the upstream learns
+	// the tenant from the identity assertion.
+	URL *url.URL
 	// Timeout bounds the wait for the upstream's response headers (502
 	// when it runs out); a response that has started, e.g. an SSE stream,
 	// is not cut. 0 means no bound.
@@ -51,7 +61,8 @@ type Options struct {
 // Proxy is the standalone MCP proxy handler.
 type Proxy struct {
 	o      Options
-	routes map[string]*route
+	table  *routes.Table
+	routes map[string]*route // by upstream name
 	hosts  map[string]bool
 	log    *slog.Logger
 }
@@ -59,6 +70,8 @@ type Proxy struct {
 type route struct {
 	Route
 	rp *httputil.ReverseProxy
+	// tenantURL: URL's path holds {tenant}, replaced per request.
+	tenantURL bool
 }
 
 type ctxKey struct{}
@@ -70,13 +83,25 @@ type state struct {
 	body    []byte
 	sent    time.Time
 	routeID string
+	target  *url.URL // the upstream URL of this request
 }
 
 var _ http.Handler = (*Proxy)(nil)
 
-// New returns the proxy handler.
-func New(o Options) *Proxy {
+// New returns the proxy handler. It fails on routes the routes package
+// refuses (bad pattern, duplicate, overlapping patterns) and on an
+// upstream URL with {tenant} outside its path or on a route without one.
+func New(o Options) (*Proxy, error) {
 	p := &Proxy{o: o, routes: map[string]*route{}, hosts: map[string]bool{}, log: o.Logger}
+	var rs []routes.Route
+	for _, r := range o.Routes {
+		rs = append(rs, routes.Route{Path: r.Path, Upstream: r.Upstream})
+	}
+	table, err := routes.New(rs)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: %w", err)
+	}
+	p.table = table
 	for _, h := range o.AllowedHosts {
 		p.hosts[strings.ToLower(h)] = true
 	}
@@ -93,7 +118,13 @@ func New(o Options) *Proxy {
 		tr = t
 	}
 	for _, r := range o.Routes {
-		rt := &route{Route: r}
+		rt := &route{Route: r, tenantURL: strings.Contains(r.URL.Path, routes.Param)}
+		if pat, _ := table.Pattern(r.Upstream); rt.tenantURL && !pat.HasTenant() {
+			return nil, fmt.Errorf("proxy: upstream %q: its URL has %s but its route %q does not", r.Upstream, routes.Param, r.Path)
+		}
+		if strings.Contains(r.URL.Host, routes.Param) || strings.Contains(r.URL.RawQuery, routes.Param) {
+			return nil, fmt.Errorf("proxy: upstream %q: %s may appear only in the path of its URL", r.Upstream, routes.Param)
+		}
 		rtr := tr
 		if t, ok := tr.(*http.Transport); ok && r.Timeout > 0 {
 			t = t.Clone()
@@ -101,15 +132,15 @@ func New(o Options) *Proxy {
 			rtr = t
 		}
 		rt.rp = &httputil.ReverseProxy{
-			Rewrite:        p.rewrite(r.URL),
+			Rewrite:        p.rewrite,
 			Transport:      rtr,
 			ModifyResponse: p.modifyResponse,
 			ErrorHandler:   p.errorHandler,
 			ErrorLog:       slog.NewLogLogger(p.log.Handler(), slog.LevelWarn),
 		}
-		p.routes[r.Path] = rt
+		p.routes[r.Upstream] = rt
 	}
-	return p
+	return p, nil
 }
 
 // ServeHTTP reads the request within its limits, runs the pipeline and
@@ -124,9 +155,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.o.Metrics.ObserveRefused(gateway.TransportProxy, time.Since(start))
 		return
 	}
-	rt, ok := p.routes[r.URL.Path]
-	if !ok && !p.o.Pipeline.AnswersPath(r.URL.Path) {
-		http.NotFound(w, r)
+	// The path as the client sent it, never decoded: routes and tenants
+	// are matched on it exactly as the ext_proc adapter matches Envoy's
+	// :path (see package routes).
+	path := r.URL.EscapedPath()
+	upstream, tenant, ok := p.table.Match(path)
+	rt := p.routes[upstream]
+	if !ok && !p.o.Pipeline.AnswersPath(path) {
+		writeLocal(w, gateway.NotFound(), nil)
 		return
 	}
 	body, local := p.readBody(w, r)
@@ -139,13 +175,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req := &gateway.Request{
 		Transport: gateway.TransportProxy,
 		Method:    r.Method,
-		Path:      r.URL.Path,
+		Path:      path,
 		RawQuery:  r.URL.RawQuery,
 		Header:    fromHTTP(r.Header),
 		Body:      body,
 	}
 	if rt != nil {
-		req.Upstream = rt.Upstream
+		req.Upstream, req.Tenant = rt.Upstream, tenant
 	}
 	x, v := p.o.Pipeline.HandleRequest(r.Context(), req)
 	if v.Local != nil {
@@ -155,10 +191,16 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rt == nil {
 		// A path the pipeline answers itself never goes upstream.
 		x.Finish()
-		http.NotFound(w, r)
+		writeLocal(w, gateway.NotFound(), nil)
 		return
 	}
-	st := &state{x: x, v: v, body: body, routeID: rt.Upstream}
+	st := &state{x: x, v: v, body: body, routeID: rt.Upstream, target: rt.URL}
+	if rt.tenantURL {
+		u := *rt.URL
+		u.Path = strings.ReplaceAll(u.Path, routes.Param, tenant)
+		u.RawPath = strings.ReplaceAll(u.RawPath, routes.Param, tenant)
+		st.target = &u
+	}
 	rt.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, st)))
 }
 
@@ -207,32 +249,31 @@ func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *gatew
 
 // rewrite builds the outgoing request: target URL, the verdict's header
 // mutations and body. httputil.ReverseProxy strips hop-by-hop headers.
-func (p *Proxy) rewrite(target *url.URL) func(*httputil.ProxyRequest) {
-	return func(pr *httputil.ProxyRequest) {
-		st := pr.In.Context().Value(ctxKey{}).(*state)
-		pr.SetURL(target)
-		pr.Out.URL.Path = target.Path
-		pr.Out.URL.RawPath = target.RawPath
-		pr.Out.URL.RawQuery = mergeQuery(target.RawQuery, pr.In.URL.RawQuery)
-		pr.SetXForwarded()
-		body := st.body
-		if st.v.BodyChanged {
-			body = st.v.Body
-		}
-		for _, k := range st.v.RemoveHeader {
-			pr.Out.Header.Del(k)
-		}
-		for k, vals := range st.v.SetHeader {
-			pr.Out.Header[http.CanonicalHeaderKey(k)] = vals
-		}
-		if body != nil {
-			pr.Out.Body = io.NopCloser(bytes.NewReader(body))
-			pr.Out.ContentLength = int64(len(body))
-			pr.Out.Header.Set("Content-Length", strconv.Itoa(len(body)))
-			pr.Out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-		}
-		st.sent = time.Now()
+func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
+	st := pr.In.Context().Value(ctxKey{}).(*state)
+	target := st.target
+	pr.SetURL(target)
+	pr.Out.URL.Path = target.Path
+	pr.Out.URL.RawPath = target.RawPath
+	pr.Out.URL.RawQuery = mergeQuery(target.RawQuery, pr.In.URL.RawQuery)
+	pr.SetXForwarded()
+	body := st.body
+	if st.v.BodyChanged {
+		body = st.v.Body
 	}
+	for _, k := range st.v.RemoveHeader {
+		pr.Out.Header.Del(k)
+	}
+	for k, vals := range st.v.SetHeader {
+		pr.Out.Header[http.CanonicalHeaderKey(k)] = vals
+	}
+	if body != nil {
+		pr.Out.Body = io.NopCloser(bytes.NewReader(body))
+		pr.Out.ContentLength = int64(len(body))
+		pr.Out.Header.Set("Content-Length", strconv.Itoa(len(body)))
+		pr.Out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
+	st.sent = time.Now()
 }
 
 func mergeQuery(a, b string) string {

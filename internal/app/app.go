@@ -82,7 +82,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 	a.id = id
 	a.Tokens = id.tokens
 	var authenticator gateway.Authenticator
-	var metadata map[string][]byte
+	var metadata func(path string) ([]byte, bool)
 	var asserter gateway.Asserter
 	var jwks func() []byte
 	var strip []string
@@ -92,7 +92,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 			id.close()
 			return nil, err
 		}
-		authenticator, metadata = an, an.Metadata()
+		authenticator, metadata = an, an.ResourceMetadata
 		asserter, jwks = id, id.signer.JWKS
 		if h := cfg.Auth.TenantHeader; h != "" {
 			strip = append(strip, strings.ToLower(h))
@@ -145,7 +145,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 		routes = append(routes, proxy.Route{Path: u.Route, Upstream: u.Name, URL: target, Timeout: u.TimeoutDuration()})
 	}
 	if !cfg.Listeners.Proxy.Disabled {
-		h := proxy.New(proxy.Options{
+		h, err := proxy.New(proxy.Options{
 			Pipeline:         a.Pipeline,
 			Routes:           routes,
 			MaxBodyBytes:     cfg.Limits.MaxBodyBytes,
@@ -155,6 +155,10 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 			Metrics:          metrics,
 			Logger:           log,
 		})
+		if err != nil {
+			a.Shutdown(context.Background())
+			return nil, err
+		}
 		addr, err := a.listen(cfg.Listeners.Proxy.Address, h, cfg.Limits.ReadHeaderTimeoutDuration())
 		if err != nil {
 			a.Shutdown(context.Background())
@@ -167,13 +171,17 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 		for _, u := range cfg.Upstreams {
 			ups = append(ups, extproc.Upstream{Name: u.Name, Route: u.Route})
 		}
-		srv := extproc.New(extproc.Options{
+		srv, err := extproc.New(extproc.Options{
 			Pipeline:       a.Pipeline,
 			Upstreams:      ups,
 			UpstreamHeader: e.UpstreamHeader,
 			MessageBudget:  e.MessageBudgetDuration(),
 			Logger:         log,
 		})
+		if err != nil {
+			a.Shutdown(context.Background())
+			return nil, err
+		}
 		g, err := startGRPC(e, srv, cfg.Limits.MaxBodyBytes, a.errc)
 		if err != nil {
 			a.Shutdown(context.Background())

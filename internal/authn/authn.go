@@ -7,13 +7,14 @@
 //   - OAuth 2.1 access tokens, verified with the auth package for the
 //     resource URI of the route called.
 //
-// Then it binds the tenant (a tenant named in the transport, the
-// configured tenant header, must be one the credential serves) and, when a
-// rights source is configured, looks up the person's live rights: an
-// inactive person fails the credential (401), effective rights = the
-// credential's rights ∩ live rights. It also builds each route's protected
-// resource metadata (RFC 9728) and the WWW-Authenticate challenges that
-// point at it.
+// Then it binds the tenant (a tenant named in the transport — the path of
+// a route with {tenant}, or the configured tenant header — must be one the
+// credential serves) and, when a rights source is configured, looks up the
+// person's live rights: an inactive person fails the credential (401),
+// effective rights = the credential's rights ∩ live rights. It also builds
+// each route's protected resource metadata (RFC 9728; per tenant on a
+// route with {tenant}) and the WWW-Authenticate challenges that point at
+// it.
 //
 // The pipeline calls it; the package keeps net/http and the auth package
 // out of gateway.
@@ -30,10 +31,12 @@ import (
 	"log/slog"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/routes"
 	"github.com/mcpgate/mcpgate/internal/tokens"
 	"github.com/mcpgate/mcpgate/policy"
 	"github.com/mcpgate/mcpgate/rights"
@@ -52,7 +55,9 @@ var _ Verifier = (*auth.Verifier)(nil)
 type Route struct {
 	// Upstream is the configured upstream name (gateway.Request.Upstream).
 	Upstream string
-	// Path is the route's path on the gateway, e.g. "/mcp".
+	// Path is the route's path on the gateway, e.g. "/mcp", or a pattern
+	// with one {tenant} segment, e.g. "/t/{tenant}/mcp" (package routes):
+	// then every tenant's path is a protected resource of its own.
 	Path string
 	// Scopes are scopes_supported of the route's metadata.
 	Scopes []string
@@ -85,10 +90,11 @@ type Options struct {
 	// route's metadata (those whose audiences hold the route, or have none).
 	Issuers []auth.IssuerConfig
 	// ResourceBaseURL is the gateway's public origin; a route's resource
-	// URI is it followed by the route's path.
+	// URI is it followed by the route's path (for a route with {tenant},
+	// the path with the request's tenant filled in).
 	ResourceBaseURL string
-	// Routes are the MCP routes; the first also gets the metadata at the
-	// bare /.well-known/oauth-protected-resource.
+	// Routes are the MCP routes; the first without {tenant} also gets the
+	// metadata at the bare /.well-known/oauth-protected-resource.
 	Routes []Route
 	Logger *slog.Logger
 }
@@ -99,16 +105,65 @@ type Authenticator struct {
 	tokens       GatewayTokens
 	rights       rights.Source
 	tenantHeader string
+	issuers      []auth.IssuerConfig
 	routes       map[string]*route // by upstream name
-	docs         map[string][]byte // metadata path → document
+	table        *routes.Table
+	docs         map[string][]byte // metadata path → document (exact routes)
 	log          *slog.Logger
 }
 
 var _ gateway.Authenticator = (*Authenticator)(nil)
 
+// route is one protected resource, or with {tenant} one per tenant.
 type route struct {
+	scopes []string
+	// exact is the resource of a route without {tenant}.
+	exact *target
+	// A route with {tenant}: the resource URI and metadata URL of tenant
+	// t are prefix + t + suffix.
+	resourcePrefix, resourceSuffix string
+	metadataPrefix, metadataSuffix string
+}
+
+// target is the protected resource a request calls.
+type target struct {
 	resource    string // canonical resource URI (the tokens' audience)
 	metadataURL string // where its metadata is served
+}
+
+// target returns the resource of rt for a request naming tenant; false
+// when rt has {tenant} and tenant is not a valid tenant.
+func (rt *route) target(tenant string) (*target, bool) {
+	if rt.exact != nil {
+		return rt.exact, true
+	}
+	if !routes.ValidTenant(tenant) {
+		return nil, false
+	}
+	return &target{resource: rt.resourcePrefix + tenant + rt.resourceSuffix,
+		metadataURL: rt.metadataPrefix + tenant + rt.metadataSuffix}, true
+}
+
+// servesResource reports whether uri is the resource URI of rt for some
+// tenant (rt has {tenant}).
+func (rt *route) servesResource(uri string) bool {
+	if len(uri) <= len(rt.resourcePrefix)+len(rt.resourceSuffix) || !strings.HasPrefix(uri, rt.resourcePrefix) || !strings.HasSuffix(uri, rt.resourceSuffix) {
+		return false
+	}
+	return routes.ValidTenant(uri[len(rt.resourcePrefix) : len(uri)-len(rt.resourceSuffix)])
+}
+
+// sampleTenant stands for the tenant while the URIs of a route with
+// {tenant} are worked out: a valid tenant that no URI has by chance.
+const sampleTenant = "mcpgate-sample-tenant-7f3a"
+
+// split cuts s at its only sampleTenant.
+func split(s string) (prefix, suffix string, err error) {
+	if strings.Count(s, sampleTenant) != 1 {
+		return "", "", fmt.Errorf("cannot place the tenant in %q", s)
+	}
+	prefix, suffix, _ = strings.Cut(s, sampleTenant)
+	return prefix, suffix, nil
 }
 
 // New builds the Authenticator and every route's metadata document.
@@ -120,13 +175,29 @@ func New(o Options) (*Authenticator, error) {
 		return nil, errors.New("authn: no route")
 	}
 	a := &Authenticator{v: o.Verifier, tokens: o.Tokens, rights: o.Rights, tenantHeader: strings.ToLower(o.TenantHeader),
-		routes: map[string]*route{}, docs: map[string][]byte{}, log: o.Logger}
+		issuers: o.Issuers, routes: map[string]*route{}, docs: map[string][]byte{}, log: o.Logger}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
+	var rs []routes.Route
+	for _, r := range o.Routes {
+		rs = append(rs, routes.Route{Path: r.Path, Upstream: r.Upstream})
+	}
+	table, err := routes.New(rs)
+	if err != nil {
+		return nil, fmt.Errorf("authn: %w", err)
+	}
+	a.table = table
 	base := strings.TrimSuffix(o.ResourceBaseURL, "/")
-	for i, r := range o.Routes {
-		resource, err := auth.CanonicalResourceURI(base + r.Path)
+	bare := false
+	for _, r := range o.Routes {
+		pattern, _ := table.Pattern(r.Upstream)
+		rt := &route{scopes: r.Scopes}
+		tenant := ""
+		if pattern.HasTenant() {
+			tenant = sampleTenant
+		}
+		resource, err := auth.CanonicalResourceURI(base + pattern.Expand(tenant))
 		if err != nil {
 			return nil, fmt.Errorf("authn: route %s: %w", r.Path, err)
 		}
@@ -134,6 +205,22 @@ func New(o Options) (*Authenticator, error) {
 		if err != nil {
 			return nil, fmt.Errorf("authn: route %s: %w", r.Path, err)
 		}
+		a.routes[r.Upstream] = rt
+		if pattern.HasTenant() {
+			if rt.resourcePrefix, rt.resourceSuffix, err = split(resource); err == nil {
+				rt.metadataPrefix, rt.metadataSuffix, err = split(mdURL)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("authn: route %s: %w", r.Path, err)
+			}
+			if o.Verifier != nil && !slices.ContainsFunc(o.Issuers, func(ic auth.IssuerConfig) bool {
+				return len(ic.Audiences) == 0 || slices.ContainsFunc(ic.Audiences, rt.servesResource)
+			}) {
+				return nil, fmt.Errorf("authn: route %s: no issuer may issue tokens for any tenant's %s (check auth.issuers[].audiences)", r.Path, rt.resourcePrefix+routes.Param+rt.resourceSuffix)
+			}
+			continue
+		}
+		rt.exact = &target{resource: resource, metadataURL: mdURL}
 		md, err := auth.NewResourceMetadata(resource, o.Issuers, r.Scopes)
 		if err != nil {
 			return nil, fmt.Errorf("authn: route %s: %w", r.Path, err)
@@ -145,26 +232,57 @@ func New(o Options) (*Authenticator, error) {
 		if err != nil {
 			return nil, err
 		}
-		a.routes[r.Upstream] = &route{resource: resource, metadataURL: mdURL}
 		a.docs[auth.ResourceMetadataPath(r.Path)] = doc
-		if i == 0 {
+		if !bare {
 			a.docs[auth.WellKnownProtectedResource] = doc
+			bare = true
 		}
 	}
 	return a, nil
 }
 
-// Metadata returns the protected resource metadata documents by request
-// path (gateway.Options.ResourceMetadata).
-func (a *Authenticator) Metadata() map[string][]byte { return a.docs }
+// ResourceMetadata returns the protected resource metadata document
+// served at a request path (gateway.Options.ResourceMetadata): an exact
+// route's, built once, or, under /.well-known/oauth-protected-resource
+// followed by a path on a route with {tenant}, that tenant's, built for
+// the request (nothing is kept: anyone may ask for any tenant's).
+func (a *Authenticator) ResourceMetadata(path string) ([]byte, bool) {
+	if doc, ok := a.docs[path]; ok {
+		return doc, true
+	}
+	rest, ok := strings.CutPrefix(path, auth.WellKnownProtectedResource)
+	if !ok || rest == "" {
+		return nil, false
+	}
+	upstream, tenant, ok := a.table.Match(rest)
+	if !ok || tenant == "" {
+		return nil, false
+	}
+	rt := a.routes[upstream]
+	t, _ := rt.target(tenant)
+	md, err := auth.NewResourceMetadata(t.resource, a.issuers, rt.scopes)
+	if err != nil {
+		return nil, false // New built this route's URIs; not reached
+	}
+	doc, err := json.Marshal(md)
+	if err != nil {
+		return nil, false
+	}
+	return doc, true
+}
 
 // ResourceURI returns the resource URI of an upstream's route, "" if the
-// upstream has none.
+// upstream has none. For a route with {tenant} it is a template holding
+// {tenant}.
 func (a *Authenticator) ResourceURI(upstream string) string {
-	if rt := a.routes[upstream]; rt != nil {
-		return rt.resource
+	rt := a.routes[upstream]
+	switch {
+	case rt == nil:
+		return ""
+	case rt.exact != nil:
+		return rt.exact.resource
 	}
-	return ""
+	return rt.resourcePrefix + routes.Param + rt.resourceSuffix
 }
 
 // Authenticate verifies the bearer token of r for the resource URI of r's
@@ -172,9 +290,10 @@ func (a *Authenticator) ResourceURI(upstream string) string {
 // (RFC 6750 section 2.3 is not supported; sending two is invalid_request);
 // cookies are never read.
 func (a *Authenticator) Authenticate(ctx context.Context, r *gateway.Request) (*policy.Principal, *gateway.AuthFailure) {
-	rt := a.routes[r.Upstream]
+	rt := a.target(r)
 	if rt == nil {
-		// Only routes with an upstream reach authentication; fail closed.
+		// Only routes with an upstream (and, on a route with {tenant}, a
+		// tenant) reach authentication; fail closed.
 		return nil, &gateway.AuthFailure{Status: 401, Code: gateway.AuthInvalidToken,
 			Message: "This path is not a protected MCP resource.", Fix: "Call the MCP endpoint of this server."}
 	}
@@ -236,9 +355,22 @@ func (a *Authenticator) Authenticate(ctx context.Context, r *gateway.Request) (*
 	return pr, nil
 }
 
+// target returns the protected resource r calls, nil if none.
+func (a *Authenticator) target(r *gateway.Request) *target {
+	rt := a.routes[r.Upstream]
+	if rt == nil {
+		return nil
+	}
+	t, ok := rt.target(r.Tenant)
+	if !ok {
+		return nil
+	}
+	return t
+}
+
 // gatewayToken verifies a gateway-issued MCP token: its id is the
 // connection, its creator the subject.
-func (a *Authenticator) gatewayToken(ctx context.Context, rt *route, raw string) (*policy.Principal, *gateway.AuthFailure) {
+func (a *Authenticator) gatewayToken(ctx context.Context, rt *target, raw string) (*policy.Principal, *gateway.AuthFailure) {
 	if a.tokens == nil {
 		return nil, invalid(rt, "MCP tokens are not enabled on this server",
 			"The MCP token was refused: this server does not accept MCP tokens.", "Use an OAuth access token for "+rt.resource+".")
@@ -269,24 +401,40 @@ func (a *Authenticator) gatewayToken(ctx context.Context, rt *route, raw string)
 }
 
 // bindTenant fixes the principal's tenant (ARCHITECTURE.md, step 4): a
-// tenant the request names in the tenant header must be one of tenants;
-// a credential serving several tenants must name one.
+// tenant the request names — in the path of a route with {tenant}
+// (r.Tenant), or in the tenant header — must be one of tenants; when both
+// name one they must be the same; a credential serving several tenants
+// must name one.
 func (a *Authenticator) bindTenant(pr *policy.Principal, tenants []string, r *gateway.Request) *gateway.AuthFailure {
-	named := ""
+	header := ""
 	if a.tenantHeader != "" {
-		named = r.Header.Get(a.tenantHeader)
+		header = r.Header.Get(a.tenantHeader)
 	}
 	switch {
-	case named != "" && !slices.Contains(tenants, named):
+	case r.Tenant != "" && header != "" && header != r.Tenant:
+		return &gateway.AuthFailure{Status: 403, Code: CodeTenantMismatch,
+			Message: "The URL is for tenant " + strconv.Quote(r.Tenant) + " but the " + a.tenantHeader + " header names another tenant.",
+			Fix:     "Send the " + a.tenantHeader + " header with the URL's tenant, or leave it out."}
+	case r.Tenant != "" && !slices.Contains(tenants, r.Tenant):
+		return &gateway.AuthFailure{Status: 403, Code: CodeTenantMismatch,
+			Message: "Your credential does not serve tenant " + strconv.Quote(r.Tenant) + ", the tenant of this URL.",
+			Fix:     "Call the MCP URL of a tenant your credential serves, or get a credential for this tenant."}
+	case r.Tenant != "":
+		pr.Tenant = r.Tenant
+	case header != "" && !slices.Contains(tenants, header):
 		return &gateway.AuthFailure{Status: 403, Code: CodeTenantMismatch,
 			Message: "Your credential does not serve the tenant named in the " + a.tenantHeader + " header.",
 			Fix:     "Send the request for a tenant your credential serves, or without the " + a.tenantHeader + " header."}
-	case named != "":
-		pr.Tenant = named
+	case header != "":
+		pr.Tenant = header
 	case len(tenants) > 1:
+		fix := "Name the tenant in the " + a.tenantHeader + " header."
+		if a.tenantHeader == "" {
+			fix = "Call the MCP URL of one tenant, or use a credential for a single tenant."
+		}
 		return &gateway.AuthFailure{Status: 403, Code: CodeTenantRequired,
 			Message: "Your credential serves several tenants; the request does not say which one it is for.",
-			Fix:     "Name the tenant in the " + a.tenantHeader + " header."}
+			Fix:     fix}
 	}
 	return nil
 }
@@ -305,7 +453,7 @@ const (
 // liveRights asks the rights source what the principal's person may do
 // now: an inactive person fails the credential (401); effective rights
 // are the credential's rights ∩ live rights.
-func (a *Authenticator) liveRights(ctx context.Context, rt *route, r *gateway.Request, pr *policy.Principal) *gateway.AuthFailure {
+func (a *Authenticator) liveRights(ctx context.Context, rt *target, r *gateway.Request, pr *policy.Principal) *gateway.AuthFailure {
 	if a.rights == nil {
 		pr.Rights = slices.Clone(pr.TokenRights)
 		return nil
@@ -328,7 +476,7 @@ func (a *Authenticator) liveRights(ctx context.Context, rt *route, r *gateway.Re
 }
 
 // invalid is a 401 invalid_token refusal with its challenge.
-func invalid(rt *route, description, message, fix string) *gateway.AuthFailure {
+func invalid(rt *target, description, message, fix string) *gateway.AuthFailure {
 	return &gateway.AuthFailure{Status: 401, WWWAuthenticate: challenge(rt.metadataURL, "invalid_token", description),
 		Code: gateway.AuthInvalidToken, Message: message, Fix: fix}
 }
@@ -336,7 +484,7 @@ func invalid(rt *route, description, message, fix string) *gateway.AuthFailure {
 // failure turns a verification error into the answer: 401 with the
 // challenge (error="invalid_token" when a token was presented), or 503
 // without one when the token cannot be checked now.
-func (a *Authenticator) failure(ctx context.Context, rt *route, r *gateway.Request, err error) *gateway.AuthFailure {
+func (a *Authenticator) failure(ctx context.Context, rt *target, r *gateway.Request, err error) *gateway.AuthFailure {
 	var ae *auth.Error
 	if !errors.As(err, &ae) {
 		a.log.LogAttrs(ctx, slog.LevelError, "token verification failed unexpectedly", slog.String("upstream", r.Upstream), slog.Any("error", err))
@@ -361,7 +509,7 @@ func (a *Authenticator) failure(ctx context.Context, rt *route, r *gateway.Reque
 // InsufficientScope returns the 403 challenge naming the scopes a request
 // of r's route needs.
 func (a *Authenticator) InsufficientScope(r *gateway.Request, scopes []string) *gateway.AuthFailure {
-	rt := a.routes[r.Upstream]
+	rt := a.target(r)
 	if rt == nil {
 		return nil
 	}

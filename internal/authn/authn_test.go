@@ -136,18 +136,19 @@ func mustJSON(t *testing.T, v any) string {
 
 func TestMetadata(t *testing.T) {
 	a, _ := newTest(t)
-	docs := a.Metadata()
 	want := map[string]string{
 		"/.well-known/oauth-protected-resource/mcp":   `{"resource":"https://gw.example/mcp","authorization_servers":["https://idp.example"],"scopes_supported":["a:read"],"bearer_methods_supported":["header"]}`,
 		"/.well-known/oauth-protected-resource":       `{"resource":"https://gw.example/mcp","authorization_servers":["https://idp.example"],"scopes_supported":["a:read"],"bearer_methods_supported":["header"]}`,
 		"/.well-known/oauth-protected-resource/t/mcp": `{"resource":"https://gw.example/t/mcp","authorization_servers":["https://idp.example","https://other.example"],"bearer_methods_supported":["header"]}`,
 	}
-	if len(docs) != len(want) {
-		t.Errorf("%d documents: %v", len(docs), docs)
-	}
 	for path, doc := range want {
-		if string(docs[path]) != doc {
-			t.Errorf("%s:\n got %s\nwant %s", path, docs[path], doc)
+		if got, ok := a.ResourceMetadata(path); !ok || string(got) != doc {
+			t.Errorf("%s:\n got %s\nwant %s", path, got, doc)
+		}
+	}
+	for _, path := range []string{"/mcp", "/.well-known/oauth-protected-resource/", "/.well-known/oauth-protected-resource/x", "/.well-known/oauth-protected-resource/mcp/"} {
+		if doc, ok := a.ResourceMetadata(path); ok {
+			t.Errorf("%s: %s", path, doc)
 		}
 	}
 	// A route no issuer may serve is a configuration mistake.
