@@ -1,10 +1,7 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,35 +14,15 @@ import (
 )
 
 // TestDemoExtProc: `mcpgate demo --extproc unix:/…` serves ext_proc and the
-// gRPC health service on a Unix socket (the sidecar setup); a client goes
-// through Envoy (the driver) to the demo upstream.
+// gRPC health service on a Unix socket (the sidecar setup); a client with
+// a demo token goes through Envoy (the driver) to the demo upstream, which
+// accepts the call only with mcpgate's identity assertion.
 func TestDemoExtProc(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "extproc.sock")
-	cmd := exec.Command(bin, "demo", "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--upstream-listen", "127.0.0.1:0", "--extproc", "unix:"+sock)
-	stdout, _ := cmd.StdoutPipe()
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	d := startDemo(t, "--extproc", "unix:"+sock)
+	if d.ExtProc != "unix:"+sock {
+		t.Fatalf("ready line names ext_proc %q, want unix:%s", d.ExtProc, sock)
 	}
-	defer func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() }()
-	sc := bufio.NewScanner(stdout)
-	var m []string
-	var upstream string
-	for sc.Scan() && (m == nil || upstream == "") {
-		if m == nil {
-			m = readyLine.FindStringSubmatch(sc.Text())
-		}
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "demo upstream (direct, naive):"); ok {
-			upstream = strings.TrimSpace(rest)
-		}
-	}
-	if m == nil || m[3] != "unix:"+sock || upstream == "" {
-		t.Fatalf("ready line %v, upstream %q", m, upstream)
-	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
 
 	conn, err := grpc.NewClient("unix:"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -61,18 +38,20 @@ func TestDemoExtProc(t *testing.T) {
 		}
 	}
 
-	srv, d := startEnvoy(t, "unix:"+sock, strings.TrimSuffix(upstream, "/mcp"), "", 500*time.Millisecond)
-	c := sdk.NewClient(&sdk.Implementation{Name: "e2e", Version: "1"}, nil)
-	cs, err := c.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, nil)
-	if err != nil {
-		t.Fatal(err)
+	srv, drv := startEnvoy(t, "unix:"+sock, strings.TrimSuffix(d.Upstream, "/mcp"), "", 500*time.Millisecond)
+	cs := connectSDK(t, srv.URL+"/mcp", d.Tokens["alice"], "")
+	if names := toolNames(t, cs); len(names) != 9 {
+		t.Fatalf("tools/list through Envoy: %q, want 9 tools", names)
 	}
-	defer cs.Close()
-	tools, err := cs.ListTools(context.Background(), nil)
-	if err != nil || len(tools.Tools) != 9 {
-		t.Fatalf("tools/list through Envoy: %v (%d tools)", err, len(tools.Tools))
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "find_customers", Arguments: map[string]any{"query": "a"}})
+	if err != nil || res.IsError {
+		t.Fatalf("find_customers through Envoy: %v %+v", err, res)
 	}
-	if d.Stats().StreamsStarted == 0 {
+	if drv.Stats().StreamsStarted == 0 {
 		t.Fatal("no ext_proc stream was opened")
+	}
+	// Without a token Envoy gets mcpgate's 401 as an immediate response.
+	if a := send(t, "POST", srv.URL+"/mcp", bearer("", "tools/list", ""), listBody); a.Status != 401 || !strings.Contains(a.Body, `"missing_token"`) {
+		t.Errorf("tools/list without a token through Envoy: %+v", a)
 	}
 }

@@ -40,19 +40,41 @@ func TestSIGHUPReload(t *testing.T) {
 	writeFile(t, cfg, "listeners:\n  proxy: {address: 127.0.0.1:0}\n  admin: {address: 127.0.0.1:0}\nupstreams:\n  - name: demo\n    url: "+up.URL+"\npolicy:\n  dirs: [policy]\n  watch: false\n")
 
 	cmd := exec.Command(bin, "serve", "--config", cfg)
-	stdout, _ := cmd.StdoutPipe()
-	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	sc := bufio.NewScanner(stdout)
-	if !sc.Scan() {
-		t.Fatal("no ready line")
-	}
-	m := readyLine.FindStringSubmatch(sc.Text())
-	if m == nil {
-		t.Fatalf("unexpected first line %q", sc.Text())
+	defer func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("mcpgate serve stderr:\n%s", logs.String())
+		}
+	}()
+	lines := make(chan string, 16)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			default: // nobody reads after the ready line
+			}
+		}
+	}()
+	var m []string
+	select {
+	case line, ok := <-lines:
+		if m = readyLine.FindStringSubmatch(line); !ok || m == nil {
+			t.Fatalf("unexpected first line %q (open %t)", line, ok)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no ready line within 30s")
 	}
 	endpoint, admin := m[1]+"/mcp", m[2]
 

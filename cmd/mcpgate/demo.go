@@ -48,6 +48,11 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *listen != "" {
 		cfg.Listeners.Proxy.Address = *listen
 	}
+	proxyAddr, baseURL, err := demoProxyAddress(cfg.Listeners.Proxy.Address)
+	if err != nil {
+		return fmt.Errorf("--listen: %w", err)
+	}
+	cfg.Listeners.Proxy.Address = proxyAddr
 	if *admin != "" {
 		cfg.Listeners.Admin.Address = *admin
 	}
@@ -60,7 +65,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer os.RemoveAll(dir)
-	id, err := demoIdentity(cfg, dir)
+	id, err := demoIdentity(cfg, dir, baseURL)
 	if err != nil {
 		return err
 	}
@@ -127,10 +132,39 @@ type demoIdentityParts struct {
 	verifier   *assertion.Verifier
 }
 
+// demoProxyAddress returns the address the demo's proxy listens on and
+// the gateway's public origin (auth.resource_base_url: the resource URI,
+// the metadata URL in 401 challenges and the assertion issuer) as a client
+// on this machine reaches it. A wildcard host (":8080", "0.0.0.0:8080",
+// "[::]:8080") is reached at 127.0.0.1 (the origin must be a loopback one:
+// the demo has no TLS); port 0 is replaced by a free port picked now, so
+// the origin names the port the listener gets.
+func demoProxyAddress(addr string) (listen, base string, err error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", "", err
+	}
+	if port == "0" {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return "", "", err
+		}
+		_, port, _ = net.SplitHostPort(ln.Addr().String())
+		_ = ln.Close()
+		addr = net.JoinHostPort(host, port)
+	}
+	public := host
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		public = "127.0.0.1"
+	}
+	return addr, "http://" + net.JoinHostPort(public, port), nil
+}
+
 // demoIdentity turns the quickstart configuration into the demo's: a
 // state store, a rights file and assertion keys in dir, gateway tokens,
-// and a static platform-admin token for the admin API.
-func demoIdentity(cfg *config.Config, dir string) (*demoIdentityParts, error) {
+// and a static platform-admin token for the admin API. base is the
+// gateway's public origin.
+func demoIdentity(cfg *config.Config, dir, base string) (*demoIdentityParts, error) {
 	p := &demoIdentityParts{rightsFile: filepath.Join(dir, "rights.yaml")}
 	var b strings.Builder
 	b.WriteString("# Live rights of the demo's persons: edit and save; the next call sees it.\ntenants:\n")
@@ -157,7 +191,7 @@ func demoIdentity(cfg *config.Config, dir string) (*demoIdentityParts, error) {
 
 	cfg.Store = &config.Store{Bolt: &config.BoltStore{Path: filepath.Join(dir, "state.db")}}
 	cfg.Rights = &config.Rights{File: &config.RightsFile{Path: p.rightsFile}, MaxStaleness: "0s"}
-	cfg.Auth = &config.Auth{ResourceBaseURL: "http://" + cfg.Listeners.Proxy.Address, GatewayTokens: &config.GatewayTokens{}}
+	cfg.Auth = &config.Auth{ResourceBaseURL: base, GatewayTokens: &config.GatewayTokens{}}
 	cfg.Assertion = config.Assertion{KeysFile: keysFile}
 	cfg.AdminAPI = &config.AdminAPI{StaticTokens: []config.StaticToken{{Name: "demo-admin", SHA256: hex.EncodeToString(sum[:]), Role: config.RolePlatformAdmin}}}
 	for i := range cfg.Upstreams {
