@@ -475,6 +475,31 @@ func (a *Authenticator) liveRights(ctx context.Context, rt *target, r *gateway.R
 	return nil
 }
 
+// needsToken says which credential a request without one needs.
+func (a *Authenticator) needsToken() string {
+	switch {
+	case a.v == nil:
+		return "This MCP server needs an MCP token it issued (" + tokens.Prefix + "…)."
+	case a.tokens == nil:
+		return "This MCP server needs an OAuth access token."
+	}
+	return "This MCP server needs an OAuth access token or an MCP token it issued (" + tokens.Prefix + "…)."
+}
+
+// howToGetToken is the fix of a missing or refused token: where to get one
+// of the kinds the server accepts.
+func (a *Authenticator) howToGetToken(rt *target) string {
+	const send = ` and send it as "Authorization: Bearer <token>".`
+	oauth := "Get an access token for " + rt.resource + " from an authorization server listed in " + rt.metadataURL
+	switch {
+	case a.v == nil:
+		return "Ask an administrator of this server for an MCP token (or create one with `mcpgate tokens create`)" + send
+	case a.tokens == nil:
+		return oauth + send
+	}
+	return oauth + ", or ask an administrator for an MCP token," + send
+}
+
 // invalid is a 401 invalid_token refusal with its challenge.
 func invalid(rt *target, description, message, fix string) *gateway.AuthFailure {
 	return &gateway.AuthFailure{Status: 401, WWWAuthenticate: challenge(rt.metadataURL, "invalid_token", description),
@@ -490,12 +515,11 @@ func (a *Authenticator) failure(ctx context.Context, rt *target, r *gateway.Requ
 		a.log.LogAttrs(ctx, slog.LevelError, "token verification failed unexpectedly", slog.String("upstream", r.Upstream), slog.Any("error", err))
 		ae = &auth.Error{Reason: auth.ReasonUnavailable}
 	}
-	getToken := "Get an access token for " + rt.resource + " from an authorization server listed in " + rt.metadataURL +
-		` and send it as "Authorization: Bearer <token>".`
+	getToken := a.howToGetToken(rt)
 	switch ae.Reason {
 	case auth.ReasonMissing:
 		return &gateway.AuthFailure{Status: 401, WWWAuthenticate: ae.WWWAuthenticate(rt.metadataURL), Code: gateway.AuthMissingToken,
-			Message: "This MCP server needs an OAuth access token.", Fix: getToken}
+			Message: a.needsToken(), Fix: getToken}
 	case auth.ReasonUnavailable:
 		a.log.LogAttrs(ctx, slog.LevelWarn, "access token cannot be verified now; refused (503)", slog.String("upstream", r.Upstream), slog.Any("error", err))
 		return &gateway.AuthFailure{Status: 503, Code: gateway.AuthUnavailable,

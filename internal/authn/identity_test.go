@@ -223,6 +223,10 @@ func TestGatewayTokensOnly(t *testing.T) {
 	if fail == nil || fail.Status != 401 || fail.Code != gateway.AuthInvalidToken || !strings.Contains(fail.Fix, "MCP token") {
 		t.Fatalf("%+v", fail)
 	}
+	_, fail = a.Authenticate(context.Background(), req("crm", ""))
+	if fail == nil || fail.Status != 401 || strings.Contains(fail.Message+fail.Fix, "OAuth") || !strings.Contains(fail.Message, "MCP token") {
+		t.Fatalf("a server taking only MCP tokens must not ask for OAuth: %+v", fail)
+	}
 	if _, err := New(Options{ResourceBaseURL: "https://gw.example", Routes: []Route{{Upstream: "crm", Path: "/mcp"}}}); err == nil {
 		t.Error("no credential kind accepted")
 	}

@@ -494,12 +494,16 @@ func newID() string {
 	return IDPrefix + hex.EncodeToString(b[:])
 }
 
+// MinTTL is the shortest lifetime a token may be given: a shorter one
+// would be dead, or nearly, when its creator first sees it.
+const MinTTL = time.Second
+
 func (s *Service) ttl(d time.Duration) (time.Duration, error) {
 	switch {
 	case d == 0:
 		return s.defaultTTL, nil
-	case d < 0:
-		return 0, invalid("invalid_expiry", fmt.Sprintf("the lifetime %s is not positive", d),
+	case d < MinTTL:
+		return 0, invalid("invalid_expiry", fmt.Sprintf("the lifetime %s is shorter than %s", d, MinTTL),
 			fmt.Sprintf("give a lifetime between 1s and %s, or none for %s", s.maxTTL, s.defaultTTL))
 	case d > s.maxTTL:
 		return 0, invalid("expiry_too_long", fmt.Sprintf("the lifetime %s is longer than the maximum %s", d, s.maxTTL),

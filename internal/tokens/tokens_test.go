@@ -337,6 +337,13 @@ func TestCreateRightsAndLifetime(t *testing.T) {
 		wantErr(t, err, tokens.ErrInvalid, "expiry_too_long")
 		_, err = f.svc.Create(ctx, alice, tokens.CreateRequest{TTL: -time.Second})
 		wantErr(t, err, tokens.ErrInvalid, "invalid_expiry")
+		for _, d := range []time.Duration{time.Nanosecond, time.Millisecond, tokens.MinTTL - 1} {
+			_, err = f.svc.Create(ctx, alice, tokens.CreateRequest{TTL: d})
+			wantErr(t, err, tokens.ErrInvalid, "invalid_expiry")
+		}
+		if _, err := f.svc.Create(ctx, alice, tokens.CreateRequest{TTL: tokens.MinTTL}); err != nil {
+			t.Errorf("min lifetime: %v", err)
+		}
 	})
 }
 
