@@ -52,6 +52,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,6 +85,12 @@ type Options struct {
 	AllowEviction bool
 }
 
+// Connection defaults of Open (see there).
+const (
+	DefaultMaxRetries  = 1
+	DefaultDialTimeout = time.Second
+)
+
 // Store is the Redis backend.
 type Store struct {
 	rdb       redis.UniversalClient
@@ -98,10 +105,23 @@ var _ store.Store = (*Store)(nil)
 
 // Open connects to the Redis at url (redis://, rediss:// or unix://, see
 // redis.ParseURL), checks it (see New) and owns the client: Close closes it.
+//
+// The store is on the request path, where a Redis that is down must give
+// a quick 503 rather than a slow one: unless the URL sets them
+// (max_retries, dial_timeout), a command is retried once
+// (DefaultMaxRetries) and a connection attempt waits at most
+// DefaultDialTimeout; go-redis's own defaults (3 retries with backoff, 5 s)
+// held each request for about a second.
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	o, err := redis.ParseURL(url)
 	if err != nil {
 		return nil, fmt.Errorf("open redis store: %w", err)
+	}
+	if !strings.Contains(url, "max_retries=") {
+		o.MaxRetries = DefaultMaxRetries
+	}
+	if !strings.Contains(url, "dial_timeout=") {
+		o.DialTimeout = DefaultDialTimeout
 	}
 	rdb := redis.NewClient(o)
 	s, err := New(ctx, rdb, opts)
