@@ -157,23 +157,6 @@ func (p *Pipeline) assert(x *Exchange, v *Verdict) error {
 	return nil
 }
 
-// serveJWKS answers GET /.well-known/jwks.json with the assertion keys.
-func serveJWKS(x *Exchange, doc []byte) Verdict {
-	switch x.req.Method {
-	case "GET":
-		x.outcome = OutcomeLocal
-		l := local(200, doc)
-		l.Header.Set("content-type", "application/jwk-set+json")
-		l.Header.Set("cache-control", "max-age=60")
-		return Verdict{Local: l}
-	case "OPTIONS":
-		x.outcome = OutcomeLocal
-		return Verdict{Local: preflight(x.req.Header)}
-	}
-	x.outcome = OutcomeInvalid
-	return Verdict{Local: &Local{Status: 405, Header: mcp.Header{"allow": {"GET, OPTIONS"}}}}
-}
-
 // Audit outcomes of tools/call records.
 const (
 	AuditAllowed = "allowed" // forwarded to the upstream

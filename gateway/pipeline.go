@@ -311,10 +311,10 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 		return Verdict{Local: local(403, mcp.ErrorResponse(nil, &mcp.Error{Code: mcp.CodeInvalidRequest, Message: "Origin " + quote(origin) + " is not allowed"}))}
 	}
 	if doc, ok := p.metadata(r.Path); ok {
-		return resourceMetadata(x, doc)
+		return serveDocument(x, doc, "application/json", "300")
 	}
 	if r.Path == JWKSPath && p.opts.JWKS != nil {
-		return serveJWKS(x, p.opts.JWKS())
+		return serveDocument(x, p.opts.JWKS(), "application/jwk-set+json", "60")
 	}
 	switch r.Method {
 	case "POST":
@@ -517,15 +517,18 @@ func authLocal(f *AuthFailure, msg *mcp.Message, reasons []policy.Reason, decisi
 	return l
 }
 
-// resourceMetadata answers a request for a protected resource metadata
-// document (RFC 9728): GET gets it, OPTIONS is a CORS preflight, anything
-// else 405. It needs no credential.
-func resourceMetadata(x *Exchange, doc []byte) Verdict {
+// serveDocument answers a request for a public document the pipeline
+// serves itself, without a credential: the protected resource metadata
+// (RFC 9728) and the assertion keys (RFC 7517). GET gets doc with
+// contentType and a Cache-Control max-age of maxAge seconds, OPTIONS is a
+// CORS preflight, anything else 405.
+func serveDocument(x *Exchange, doc []byte, contentType, maxAge string) Verdict {
 	switch x.req.Method {
 	case "GET":
 		x.outcome = OutcomeLocal
 		l := local(200, doc)
-		l.Header.Set("cache-control", "max-age=300")
+		l.Header.Set("content-type", contentType)
+		l.Header.Set("cache-control", "max-age="+maxAge)
 		return Verdict{Local: l}
 	case "OPTIONS":
 		x.outcome = OutcomeLocal
