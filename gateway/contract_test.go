@@ -227,6 +227,12 @@ func TestTenantArgumentsFound(t *testing.T) {
 		`{"ORG_ID":"x"}`:                            true,
 		`{"account":"x"}`:                           true,
 		`{"filter":{"tenant":"x"}}`:                 false,
+		// Unicode case folding, as Go's encoding/json applies it: U+017F
+		// (long s) and U+212A (Kelvin sign).
+		`{"work\u017fpace_id":"globex"}`:     true,
+		"{\"work\u017fpace_id\":\"globex\"}": true,
+		`{"ACCOUNT":"x","\u212aey":"y"}`:     true,
+		`{"tenant\u0131d":"x"}`:              false, // dotless i does not fold to i
 	} {
 		_, v := p.HandleRequest(context.Background(), &gateway.Request{Transport: gateway.TransportProxy, Method: "POST", Path: "/mcp", Upstream: "demo",
 			Header: mcp.Header{"content-type": {"application/json"}, "mcp-protocol-version": {"2026-07-28"}, "mcp-method": {"tools/call"}, "mcp-name": {"get_booking"}},

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/url"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway/mcp"
@@ -154,7 +157,58 @@ func (p *Pipeline) assert(x *Exchange, v *Verdict) error {
 		return err
 	}
 	v.SetHeader.Set(AssertionHeader, tok)
+	x.asserted = true
 	return nil
+}
+
+// underscoreAliases returns the request fields whose names, with '_' read
+// as '-', name a field the gateway removes: servers that map header names
+// to environment variables (CGI, WSGI, some frameworks) read X_Tenant or
+// Mcpgate_Assertion as the real field.
+func underscoreAliases(h mcp.Header, removed []string) []string {
+	var out []string
+	for k := range h {
+		if strings.IndexByte(k, '_') < 0 {
+			continue
+		}
+		if slices.Contains(removed, strings.ReplaceAll(k, "_", "-")) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// tenantQueryName returns the first query parameter of rawQuery whose name
+// would choose a tenant (the tenant-argument names, folded the same way),
+// or "": the tenant comes from the credential, not from the URL either.
+func tenantQueryName(rawQuery string, names map[string]bool) string {
+	if rawQuery == "" {
+		return ""
+	}
+	for _, part := range strings.FieldsFunc(rawQuery, func(r rune) bool { return r == '&' || r == ';' }) {
+		name, _, _ := strings.Cut(part, "=")
+		if u, err := url.QueryUnescape(name); err == nil {
+			name = u
+		}
+		if names[foldName(strings.TrimSpace(name))] {
+			return name
+		}
+	}
+	return ""
+}
+
+// refusedAssertion reports an upstream that answered 401 to a request
+// carrying mcpgate's assertion: the upstream does not accept the
+// gateway's identity (keys, issuer or audience differ), which the client
+// cannot fix. The exchange fails as an upstream failure (502), logged for
+// the operator.
+func (x *Exchange) refusedAssertion(status int) error {
+	if status != 401 || !x.asserted {
+		return nil
+	}
+	x.p.log.LogAttrs(x.ctx, slog.LevelError, "upstream refused mcpgate's identity assertion; check assertion.keys_file, assertion.issuer and upstreams[].audience against the upstream's verifier",
+		slog.String("upstream", x.req.Upstream))
+	return ErrUpstreamResponse
 }
 
 // Audit outcomes of tools/call records.

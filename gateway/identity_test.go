@@ -241,3 +241,108 @@ func TestAuditOfToolCalls(t *testing.T) {
 		}
 	}
 }
+
+// TestFilteredListIsPrivate: a tools/list answered for an authenticated
+// caller depends on the caller's rights, so under 2026-07-28 it is marked
+// cacheScope "private" whatever the upstream said (a shared cache must not
+// hand one person's list to another).
+func TestFilteredListIsPrivate(t *testing.T) {
+	ctx := context.Background()
+	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + clientMeta + `}}`
+	hdr := []string{"mcp-protocol-version", "2026-07-28", "mcp-method", "tools/list"}
+	answer := func(p *gateway.Pipeline, token, result string) string {
+		t.Helper()
+		x, v := p.HandleRequest(ctx, authReq("POST", token, list, hdr...))
+		if v.Local != nil {
+			t.Fatalf("refused: %d %s", v.Local.Status, v.Local.Body)
+		}
+		if _, err := x.ResponseHeaders(200, mcp.Header{"content-type": {"application/json"}}); err != nil {
+			t.Fatal(err)
+		}
+		out, _, err := x.ResponseBody(ctx, []byte(`{"jsonrpc":"2.0","id":1,"result":`+result+`}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	p := newIdentityPipeline(t, gateway.Options{})
+	tools := `[{"name":"get_booking","inputSchema":{"type":"object"}}]`
+	for _, tt := range []struct{ result, want string }{
+		{`{"tools":` + tools + `,"cacheScope":"public","ttlMs":60000}`, `{"tools":` + tools + `,"cacheScope":"private","ttlMs":60000}`},
+		{`{"tools":` + tools + `}`, `{"tools":` + tools + `,"cacheScope":"private"}`},
+	} {
+		got := answer(p, "good-bookings:read", tt.result)
+		if got != `{"jsonrpc":"2.0","id":1,"result":`+tt.want+`}` {
+			t.Errorf("got  %s\nwant %s", got, tt.want)
+		}
+	}
+	// Without authentication the list is everyone's: left as it is.
+	eng, err := policy.New(ctx, policy.Options{Declarations: benchDecls})
+	if err != nil {
+		t.Fatal(err)
+	}
+	anon := gateway.New(eng, gateway.Options{Declarations: benchDecls, MaxBodyBytes: 1 << 16, MaxJSONDepth: 16, MaxSSEEventBytes: 1 << 20})
+	in := `{"tools":` + tools + `,"cacheScope":"public"}`
+	if got := answer(anon, "", in); got != `{"jsonrpc":"2.0","id":1,"result":`+in+`}` {
+		t.Errorf("anonymous list changed: %s", got)
+	}
+}
+
+func TestUnderscoreAliasesStripped(t *testing.T) {
+	p := newIdentityPipeline(t, gateway.Options{Asserter: &recordingAsserter{}, StripHeaders: []string{"x-tenant"}})
+	_, v := p.HandleRequest(context.Background(), authReq("POST", "good-bookings:read", callBody("1", "get_booking"),
+		append(callHeaders("get_booking"), "mcpgate_assertion", "forged", "x_tenant", "globex", "x_other", "kept", "cookie_", "c")...))
+	if v.Local != nil {
+		t.Fatalf("refused: %d %s", v.Local.Status, v.Local.Body)
+	}
+	for _, h := range []string{"mcpgate_assertion", "x_tenant"} {
+		if !slices.Contains(v.RemoveHeader, h) {
+			t.Errorf("%s not removed: %v", h, v.RemoveHeader)
+		}
+	}
+	for _, h := range []string{"x_other", "cookie_"} {
+		if slices.Contains(v.RemoveHeader, h) {
+			t.Errorf("%s removed: %v", h, v.RemoveHeader)
+		}
+	}
+}
+
+func TestTenantInQueryRefused(t *testing.T) {
+	p := newIdentityPipeline(t, gateway.Options{TenantArguments: []string{"account"}})
+	for q, refused := range map[string]bool{
+		"tenant=globex":              true,
+		"a=1&Tenant_Id=globex":       true,
+		"x=1;org%5Fid=1":             true,
+		"work%C5%BFpace_id=1":        true, // U+017F long s
+		"ACCOUNT=1":                  true,
+		"api-version=2&tenantish=no": false,
+		"":                           false,
+	} {
+		r := authReq("POST", "good-bookings:read", callBody("1", "get_booking"), callHeaders("get_booking")...)
+		r.RawQuery = q
+		_, v := p.HandleRequest(context.Background(), r)
+		if got := v.Local != nil && v.Local.Status == 400; got != refused {
+			t.Errorf("%q: refused=%v, want %v (%+v)", q, got, refused, v.Local)
+		}
+	}
+}
+
+// TestUpstreamRefusingTheAssertion: an upstream's 401 to a request that
+// carried mcpgate's assertion is the gateway's configuration problem, not
+// the client's credential: the exchange fails (the adapters answer 502).
+func TestUpstreamRefusingTheAssertion(t *testing.T) {
+	p := newIdentityPipeline(t, gateway.Options{Asserter: &recordingAsserter{}})
+	x, v := p.HandleRequest(context.Background(), authReq("POST", "good-bookings:read", callBody("1", "get_booking"), callHeaders("get_booking")...))
+	if v.Local != nil {
+		t.Fatal(v.Local.Status)
+	}
+	if _, err := x.ResponseHeaders(401, mcp.Header{"content-type": {"application/json"}}); !errors.Is(err, gateway.ErrUpstreamResponse) {
+		t.Fatalf("err = %v", err)
+	}
+	// Without an assertion an upstream's 401 is its own business.
+	q := newIdentityPipeline(t, gateway.Options{})
+	x, _ = q.HandleRequest(context.Background(), authReq("POST", "good-bookings:read", callBody("1", "get_booking"), callHeaders("get_booking")...))
+	if _, err := x.ResponseHeaders(401, mcp.Header{"content-type": {"application/json"}}); err != nil {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -149,7 +149,7 @@ func New(d Decider, o Options) *Pipeline {
 	}
 	p.tenantArgs = map[string]bool{}
 	for _, n := range append(DefaultTenantArguments, o.TenantArguments...) {
-		p.tenantArgs[strings.ToLower(n)] = true
+		p.tenantArgs[foldName(n)] = true
 	}
 	for _, origin := range o.AllowedOrigins {
 		p.origins[strings.ToLower(strings.TrimSuffix(origin, "/"))] = true
@@ -220,6 +220,7 @@ type Exchange struct {
 	outcome  string
 	start    time.Time
 	listKind string // "tools", "prompts", "resources", "resourceTemplates" for list methods
+	asserted bool   // the forwarded request carries mcpgate's identity assertion
 	input    policy.Input
 	decision *policy.Decision
 }
@@ -315,6 +316,11 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 	}
 	if r.Path == JWKSPath && p.opts.JWKS != nil {
 		return serveDocument(x, p.opts.JWKS(), "application/jwk-set+json", "60")
+	}
+	if name := tenantQueryName(r.RawQuery, p.tenantArgs); name != "" {
+		x.outcome = OutcomeInvalid
+		return Verdict{Local: local(400, mcp.ErrorResponse(jsonNull, &mcp.Error{Code: mcp.CodeInvalidRequest,
+			Message: "The query parameter " + quote(name) + " would choose a tenant; the tenant comes from your credential. Remove it from the URL."}))}
 	}
 	switch r.Method {
 	case "POST":
@@ -565,6 +571,7 @@ func (p *Pipeline) forwardVerdict(x *Exchange, body []byte, changed bool) Verdic
 		v.RemoveHeader = append(v.RemoveHeader, credentialHeaders...)
 	}
 	v.RemoveHeader = append(v.RemoveHeader, p.opts.StripHeaders...)
+	v.RemoveHeader = append(v.RemoveHeader, underscoreAliases(x.req.Header, v.RemoveHeader)...)
 	if err := p.assert(x, &v); err != nil {
 		p.log.LogAttrs(x.ctx, slog.LevelError, "identity assertion cannot be signed; request refused", slog.Any("error", err))
 		x.outcome = OutcomeError

@@ -61,6 +61,9 @@ func (x *Exchange) ResponseHeaders(status int, h mcp.Header) (ResponseMode, erro
 		}
 	}
 	x.unbindSession(status)
+	if err := x.refusedAssertion(status); err != nil {
+		return PassThrough, err
+	}
 	if x.listKind == "" {
 		return PassThrough, nil
 	}
@@ -138,7 +141,7 @@ func (x *Exchange) filterList(ctx context.Context, result jsontext.Value) (jsont
 	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
 		return nil, errors.Join(ErrUpstreamResponse, errors.New("result is not an object"))
 	}
-	listAt := -1
+	listAt, scopeAt := -1, -1
 	for dec.PeekKind() != '}' {
 		tok, err := dec.ReadToken()
 		if err != nil {
@@ -149,8 +152,11 @@ func (x *Exchange) filterList(ctx context.Context, result jsontext.Value) (jsont
 		if err != nil {
 			return nil, errors.Join(ErrUpstreamResponse, err)
 		}
-		if name == x.listKind {
+		switch name {
+		case x.listKind:
 			listAt = len(members)
+		case "cacheScope":
+			scopeAt = len(members)
 		}
 		members = append(members, struct {
 			name  string
@@ -194,7 +200,11 @@ func (x *Exchange) filterList(ctx context.Context, result jsontext.Value) (jsont
 			kept = append(kept, r)
 		}
 	}
-	if len(kept) == len(raw) {
+	// A list filtered for an authenticated caller is that caller's alone:
+	// under 2026-07-28 it must not be marked cacheable for everyone.
+	private := x.input.Principal.Authenticated && x.version >= mcp.Version20260728
+	scopeOK := !private || (scopeAt >= 0 && string(members[scopeAt].value) == `"private"`)
+	if len(kept) == len(raw) && scopeOK {
 		return nil, nil
 	}
 	var out bytes.Buffer
@@ -202,6 +212,10 @@ func (x *Exchange) filterList(ctx context.Context, result jsontext.Value) (jsont
 	_ = enc.WriteToken(jsontext.BeginObject)
 	for i, m := range members {
 		_ = enc.WriteToken(jsontext.String(m.name))
+		if i == scopeAt && private {
+			_ = enc.WriteToken(jsontext.String("private"))
+			continue
+		}
 		if i != listAt {
 			if err := enc.WriteValue(m.value); err != nil {
 				return nil, err
@@ -215,6 +229,10 @@ func (x *Exchange) filterList(ctx context.Context, result jsontext.Value) (jsont
 			}
 		}
 		_ = enc.WriteToken(jsontext.EndArray)
+	}
+	if private && scopeAt < 0 {
+		_ = enc.WriteToken(jsontext.String("cacheScope"))
+		_ = enc.WriteToken(jsontext.String("private"))
 	}
 	if err := enc.WriteToken(jsontext.EndObject); err != nil {
 		return nil, err

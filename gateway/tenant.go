@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -34,7 +36,7 @@ func tenantArguments(args jsontext.Value, names map[string]bool) []string {
 		if err != nil {
 			return found
 		}
-		if k := tok.String(); names[strings.ToLower(k)] {
+		if k := tok.String(); names[foldName(k)] {
 			found = append(found, k)
 		}
 		if err := dec.SkipValue(); err != nil {
@@ -42,6 +44,35 @@ func tenantArguments(args jsontext.Value, names map[string]bool) []string {
 		}
 	}
 	return found
+}
+
+// foldName is the key under which argument names are compared: equal for
+// two names exactly when they are equal under Unicode simple case folding
+// (strings.EqualFold), so that "workſpace_id" (U+017F, which Go's
+// encoding/json matches to workspace_id) and "wor\u212Aspace_id" (the
+// Kelvin sign) are caught like "Workspace_ID". ASCII names, the usual case,
+// are only lower-cased.
+func foldName(s string) string {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return strings.ToLower(s)
+	}
+	var b strings.Builder
+	for _, r := range s {
+		// The smallest rune of r's folding orbit stands for all of it.
+		m := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			m = min(m, f)
+		}
+		b.WriteRune(unicode.ToLower(m))
+	}
+	return b.String()
 }
 
 // pooledDecoder is a reusable decoder over a byte slice: the name scan runs

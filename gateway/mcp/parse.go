@@ -112,7 +112,7 @@ type parseState struct {
 	idNull                                                       bool
 
 	shapeErr *Error // first -32600 found
-	metaErr  *Error // first _meta problem found
+	metaErr  *Error // first _meta or params-member problem found
 
 	// Candidate params members, raw; which apply depends on the method,
 	// which may come after params.
@@ -416,8 +416,9 @@ func (p *parser) parseParams() *Error {
 			if m := caseVariant(key); m != "" {
 				// An upstream decoding case-insensitively (Go's
 				// encoding/json, among others) could take this member
-				// for the one the gateway checked.
-				return newInvalidParams("params." + quoteTrunc(string(key)) + " differs from params." + m + " only in case")
+				// for the one the gateway checked. Reported once the
+				// whole message is read, with its id.
+				p.meta(newInvalidParams("params." + quoteTrunc(string(key)) + " differs from params." + m + " only in case"))
 			}
 		}
 		v, e := p.readValue()
@@ -692,10 +693,12 @@ func skipSpace(b []byte) int {
 // paramsMembers are the params members Parse reads.
 var paramsMembers = []string{"name", "uri", "protocolVersion", "arguments", "clientInfo", "_meta", "capabilities", "cursor"}
 
-// caseVariant returns the params member key equals except for case, or "".
+// caseVariant returns the params member key equals under Unicode simple
+// case folding (so also "argumentſ", with U+017F, which Go's encoding/json
+// matches to "arguments"), or "".
 func caseVariant(key []byte) string {
 	for _, m := range paramsMembers {
-		if len(key) == len(m) && string(key) != m && strings.EqualFold(string(key), m) {
+		if string(key) != m && strings.EqualFold(string(key), m) {
 			return m
 		}
 	}

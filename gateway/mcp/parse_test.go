@@ -525,9 +525,20 @@ func TestParamsCaseVariants(t *testing.T) {
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"find_customers","Name":"cancel_booking"}}`,
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{},"ARGUMENTS":{"x":1}}}`,
 		`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"a://b","URI":"c://d"}}`,
+		// U+017F LATIN SMALL LETTER LONG S folds to "s": Go's
+		// encoding/json takes "argumentſ" for "arguments".
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{},"argument\u017f":{"tenant_id":"x"}}}`,
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"a\",\"argument\u017f\":{}}}",
+		// The id comes after params: still reported with it.
+		`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"a","Arguments":{}},"id":1}`,
 	} {
-		if _, e := Parse([]byte(body), 0); e == nil || e.Code != CodeInvalidParams || !strings.Contains(e.Message, "only in case") {
+		m, e := Parse([]byte(body), 0)
+		if e == nil || e.Code != CodeInvalidParams || !strings.Contains(e.Message, "only in case") {
 			t.Errorf("%s: got %v", body, e)
+			continue
+		}
+		if m == nil || string(m.ID) != "1" {
+			t.Errorf("%s: the error must keep the request's id, got %+v", body, m)
 		}
 	}
 	// Other members are free.

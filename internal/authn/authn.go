@@ -408,6 +408,14 @@ func (a *Authenticator) gatewayToken(ctx context.Context, rt *target, raw string
 func (a *Authenticator) bindTenant(pr *policy.Principal, tenants []string, r *gateway.Request) *gateway.AuthFailure {
 	header := ""
 	if a.tenantHeader != "" {
+		vals := r.Header.Values(a.tenantHeader)
+		if len(vals) > 1 || (len(vals) == 1 && strings.TrimSpace(vals[0]) == "") {
+			// Two fields, or an empty one: which tenant is meant is not
+			// clear, and proxies may pick another value than mcpgate.
+			return &gateway.AuthFailure{Status: 400, Code: CodeTenantHeaderInvalid,
+				Message: "The " + a.tenantHeader + " header must be sent once, with one tenant.",
+				Fix:     "Send the " + a.tenantHeader + " header once with the tenant's name, or leave it out."}
+		}
 		header = r.Header.Get(a.tenantHeader)
 	}
 	switch {
@@ -439,10 +447,11 @@ func (a *Authenticator) bindTenant(pr *policy.Principal, tenants []string, r *ga
 	return nil
 }
 
-// Codes of tenant-binding refusals (403).
+// Codes of tenant-binding refusals (403; 400 for the header's form).
 const (
-	CodeTenantMismatch = "tenant_mismatch"
-	CodeTenantRequired = "tenant_required"
+	CodeTenantHeaderInvalid = "tenant_header_invalid"
+	CodeTenantMismatch      = "tenant_mismatch"
+	CodeTenantRequired      = "tenant_required"
 	// CodeInactive: the person the credential speaks for is no longer
 	// active (401 invalid_token).
 	CodeInactive = "inactive_subject"

@@ -130,6 +130,14 @@ func TestGatewayToken(t *testing.T) {
 			t.Fatalf("%+v", fail)
 		}
 	})
+	t.Run("the tenant header repeated or empty is 400", func(t *testing.T) {
+		for _, kv := range [][]string{{"x-tenant", "acme", "x-tenant", "globex"}, {"x-tenant", "acme", "x-tenant", "acme"}, {"x-tenant", ""}, {"x-tenant", "  "}} {
+			_, fail := f.a.Authenticate(ctx, req("crm", "", append([]string{"authorization", "Bearer " + c.Secret}, kv...)...))
+			if fail == nil || fail.Status != 400 || fail.Code != CodeTenantHeaderInvalid {
+				t.Errorf("%v: %+v", kv, fail)
+			}
+		}
+	})
 	t.Run("a revoked token fails on the next call", func(t *testing.T) {
 		c2 := f.mint(t, "acme", "alice", "a:read")
 		if _, err := f.tokens.Revoke(ctx, tokens.Actor{Role: tokens.RolePlatformAdmin, Name: "test"}, c2.Token.ID); err != nil {
