@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strconv"
 
 	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/internal/tokens"
@@ -18,7 +19,7 @@ func (a *API) authenticate(w http.ResponseWriter, r *http.Request) (tokens.Actor
 		if errors.Is(err, auth.ErrMissingToken) {
 			a.unauthorized(w, false, apiError{Code: "missing_token",
 				Message: "the admin API needs a bearer token",
-				Fix:     "send Authorization: Bearer <token> with an OIDC access token for the admin API or an admin token"})
+				Fix:     "send Authorization: Bearer <token>: " + a.adminCredentials()})
 		} else {
 			a.unauthorized(w, true, apiError{Code: "invalid_token",
 				Message: "the Authorization header is not one well-formed bearer token",
@@ -29,7 +30,7 @@ func (a *API) authenticate(w http.ResponseWriter, r *http.Request) (tokens.Actor
 	if tokens.HasPrefix(raw) {
 		a.unauthorized(w, true, apiError{Code: "mcp_token_not_accepted",
 			Message: "MCP tokens work only at the MCP endpoint, not at the admin API",
-			Fix:     "use an OIDC access token for the admin API or an admin token"})
+			Fix:     a.adminCredentials()})
 		return tokens.Actor{}, false
 	}
 	if actor, ok := a.staticActor(raw); ok {
@@ -75,12 +76,26 @@ func (a *API) authenticate(w http.ResponseWriter, r *http.Request) (tokens.Actor
 	default:
 		a.log.InfoContext(r.Context(), "admin API: token without role or tenant", "subject", claims.Subject,
 			"tenants", len(claims.Tenants))
-		writeError(w, http.StatusForbidden, apiError{Code: "no_role",
-			Message: "the token carries no admin role and does not name exactly one tenant",
-			Fix:     "log in as a person of one tenant, or ask for an admin role"})
+		msg := "the token carries no admin role and does not name exactly one tenant"
+		if slices.Contains(claims.Roles, a.tenantRole) {
+			msg = "the token carries the tenant admin role but names " + strconv.Itoa(len(claims.Tenants)) + " tenants; a tenant admin acts in exactly one"
+		}
+		writeError(w, http.StatusForbidden, apiError{Code: "no_role", Message: msg,
+			Fix: "log in as a person or tenant admin of one tenant, or ask for the platform admin role"})
 		return tokens.Actor{}, false
 	}
 	return actor, true
+}
+
+// adminCredentials says which tokens the admin API takes, as configured.
+func (a *API) adminCredentials() string {
+	switch {
+	case a.verifier == nil:
+		return "use an admin token from the configuration (admin_api.static_tokens)"
+	case len(a.static) == 0:
+		return "use an OIDC access token for the admin API (audience " + a.audience + ")"
+	}
+	return "use an OIDC access token for the admin API (audience " + a.audience + ") or an admin token from the configuration"
 }
 
 // staticActor finds the static admin token raw is, comparing its hash with

@@ -87,8 +87,9 @@ func (a *API) createToken(w http.ResponseWriter, r *http.Request, actor tokens.A
 		d, err := time.ParseDuration(*req.ExpiresIn)
 		if err != nil || d <= 0 {
 			writeError(w, http.StatusBadRequest, apiError{Code: "invalid_expiry",
-				Message: fmt.Sprintf("expires_in %q is not a positive duration", *req.ExpiresIn),
-				Fix:     fmt.Sprintf("give a duration such as \"720h\" (at most %s), or leave expires_in out for %s", a.tokens.MaxTTL(), a.tokens.DefaultTTL())})
+				Message: fmt.Sprintf("expires_in %q is not a positive duration in h, m or s (there is no day unit)", *req.ExpiresIn),
+				Fix: fmt.Sprintf("give a duration such as \"720h\" (between %s and %s), or leave expires_in out for %s",
+					tokens.MinTTL, a.tokens.MaxTTL(), a.tokens.DefaultTTL())})
 			return
 		}
 		ttl = d

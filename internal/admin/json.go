@@ -106,7 +106,7 @@ func jsonProblem(err error, v any) apiError {
 	case errors.As(err, &se) && se.GoType != nil:
 		return apiError{Code: "wrong_type",
 			Message: fmt.Sprintf("member %q must be %s", pointerName(se.JSONPointer), typeName(se.GoType)),
-			Fix:     "send " + allowed + ", with the documented types"}
+			Fix:     fmt.Sprintf("send %q as %s (%s)", pointerName(se.JSONPointer), typeName(se.GoType), allowed)}
 	}
 	return apiError{Code: "invalid_json",
 		Message: "the request body is not valid JSON (or not valid UTF-8)",
