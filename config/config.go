@@ -19,6 +19,7 @@ const (
 	DefaultLogFormat         = "text"
 	DefaultLogLevel          = "info"
 	DefaultMessageBudget     = "150ms"              // ext_proc per-message budget
+	DefaultMaxMessageBudget  = "5s"                 // ext_proc per-message budget when extended
 	DefaultUpstreamHeader    = "x-mcpgate-upstream" // ext_proc upstream header
 )
 
@@ -71,6 +72,14 @@ type ExtProcListener struct {
 	// MessageBudget bounds mcpgate's work on one ext_proc message; keep
 	// it below Envoy's message_timeout. Default DefaultMessageBudget.
 	MessageBudget string `yaml:"message_budget"`
+	// MaxMessageBudget bounds the work on one request message that
+	// outlasts half of MessageBudget: mcpgate then sends Envoy
+	// override_message_timeout with this value and goes on until it has
+	// passed since the message arrived. Envoy's max_message_timeout must
+	// be at least this (Envoy ignores a larger override). "0s" never
+	// extends; otherwise at least MessageBudget. Default
+	// DefaultMaxMessageBudget.
+	MaxMessageBudget string `yaml:"max_message_budget"`
 	// UpstreamHeader names the request header Envoy sets (overwriting) to
 	// tell mcpgate the upstream when the route metadata does not. Default
 	// DefaultUpstreamHeader.

@@ -223,7 +223,7 @@ func TestApplyDefaults(t *testing.T) {
 	c.Upstreams = []Upstream{{Name: "a", URL: "http://a"}}
 	c.ApplyDefaults()
 	want := Config{
-		Listeners: Listeners{Proxy: Listener{Address: DefaultProxyAddress}, Admin: Listener{Address: DefaultAdminAddress}, ExtProc: ExtProcListener{MessageBudget: DefaultMessageBudget, UpstreamHeader: DefaultUpstreamHeader}},
+		Listeners: Listeners{Proxy: Listener{Address: DefaultProxyAddress}, Admin: Listener{Address: DefaultAdminAddress}, ExtProc: ExtProcListener{MessageBudget: DefaultMessageBudget, MaxMessageBudget: DefaultMaxMessageBudget, UpstreamHeader: DefaultUpstreamHeader}},
 		Upstreams: []Upstream{{Name: "a", URL: "http://a", Route: DefaultRoutePath, Timeout: DefaultUpstreamTimeout, Audience: "http://a"}},
 		Policy:    Policy{Watch: ptr(true)},
 		Limits: Limits{

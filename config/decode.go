@@ -515,7 +515,7 @@ func describe(n ast.Node) string {
 
 // durationKeys are the keys whose string value is a Go duration.
 var durationKeys = []string{
-	"timeout", "read_timeout", "read_header_timeout", "message_budget", "clock_skew", "min_jwks_refresh",
+	"timeout", "read_timeout", "read_header_timeout", "message_budget", "max_message_budget", "clock_skew", "min_jwks_refresh",
 	"session_ttl", "default_ttl", "max_ttl", "retention", "max_staleness", "ttl",
 }
 

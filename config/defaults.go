@@ -23,6 +23,9 @@ func (c *Config) ApplyDefaults() {
 	if c.Listeners.ExtProc.MessageBudget == "" {
 		c.Listeners.ExtProc.MessageBudget = DefaultMessageBudget
 	}
+	if c.Listeners.ExtProc.MaxMessageBudget == "" {
+		c.Listeners.ExtProc.MaxMessageBudget = DefaultMaxMessageBudget
+	}
 	if c.Listeners.ExtProc.UpstreamHeader == "" {
 		c.Listeners.ExtProc.UpstreamHeader = DefaultUpstreamHeader
 	}
@@ -97,6 +100,13 @@ func (l Limits) ReadTimeoutDuration() time.Duration {
 // that does not parse it returns the default.
 func (e ExtProcListener) MessageBudgetDuration() time.Duration {
 	return durationOr(e.MessageBudget, DefaultMessageBudget)
+}
+
+// MaxMessageBudgetDuration is MaxMessageBudget as a time.Duration; 0
+// means never extend. On a value that does not parse it returns the
+// default.
+func (e ExtProcListener) MaxMessageBudgetDuration() time.Duration {
+	return durationOr(e.MaxMessageBudget, DefaultMaxMessageBudget)
 }
 
 // TimeoutDuration is Timeout as a time.Duration; 0 means no timeout. On a

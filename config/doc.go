@@ -58,6 +58,13 @@
 //     "unix:/absolute/path.sock" for a Unix domain socket.
 //   - listeners.extproc.message_budget (duration; default "150ms"): bound on
 //     the work for one ext_proc message, below Envoy's message_timeout.
+//   - listeners.extproc.max_message_budget (duration; default "5s"; "0s"
+//     never extends, otherwise at least message_budget): bound on the work
+//     for one request message still running at half of message_budget;
+//     mcpgate then sends Envoy override_message_timeout with this value, so
+//     Envoy's max_message_timeout must be at least this (no margin is
+//     added: Envoy's restarted timer ends at least message_budget/2 after
+//     mcpgate's own deadline, which counts from the message's arrival).
 //   - listeners.extproc.upstream_header (string; default
 //     "x-mcpgate-upstream"): header Envoy overwrites to name the upstream
 //     when the route metadata does not.

@@ -64,8 +64,15 @@ func (c *Config) validateListeners(p *problems) {
 		} else {
 			checkAddress(p, "listeners.extproc.address", e.Address)
 		}
-		if d, err := time.ParseDuration(e.MessageBudget); err != nil || d <= 0 {
+		budget, err := time.ParseDuration(e.MessageBudget)
+		if err != nil || budget <= 0 {
 			p.add("listeners.extproc.message_budget", "%q is not a positive duration (e.g. %q)", e.MessageBudget, DefaultMessageBudget)
+			budget = 0
+		}
+		if d, err := time.ParseDuration(e.MaxMessageBudget); err != nil || d < 0 {
+			p.add("listeners.extproc.max_message_budget", "%q is not a duration of 0s or more (e.g. %q; \"0s\" never extends)", e.MaxMessageBudget, DefaultMaxMessageBudget)
+		} else if d > 0 && d < budget {
+			p.add("listeners.extproc.max_message_budget", "%q is below listeners.extproc.message_budget %q; it must be at least that, or \"0s\" never to extend", e.MaxMessageBudget, e.MessageBudget)
 		}
 		if !httpTokenPattern.MatchString(e.UpstreamHeader) {
 			p.add("listeners.extproc.upstream_header", "%q is not an HTTP header name", e.UpstreamHeader)

@@ -11,13 +11,23 @@ import (
 // Metric names. Labels come from closed sets: transport is "proxy" or
 // "extproc"; mcp_method is a method mcp.KnownMethod accepts, or
 // LabelOther, LabelResponse or LabelNone; decision is an Outcome*; upstream
-// is a configured upstream name; result is "success" or "failure".
+// is a configured upstream name; result is "success" or "failure"; phase
+// is PhaseRequestHeaders or PhaseRequestBody.
 const (
 	MetricRequests         = "mcpgate_requests_total"                     // counter{transport,mcp_method,decision}
 	MetricRequestDuration  = "mcpgate_request_duration_seconds"           // histogram{transport,mcp_method}
 	MetricPolicyDuration   = "mcpgate_policy_evaluation_duration_seconds" // histogram
 	MetricUpstreamDuration = "mcpgate_upstream_request_duration_seconds"  // histogram{upstream}
 	MetricPolicyReloads    = "mcpgate_policy_reloads_total"               // counter{result}
+	// MetricExtProcOverrides counts the override_message_timeout messages
+	// the ext_proc adapter sent to give slow work on a message more time.
+	MetricExtProcOverrides = "mcpgate_extproc_message_timeout_overrides_total" // counter{phase}
+)
+
+// phase label values: the ext_proc message whose work was extended.
+const (
+	PhaseRequestHeaders = "request_headers" // request headers of a request without a body
+	PhaseRequestBody    = "request_body"    // the buffered request body
 )
 
 // mcp_method label values outside the method names.
@@ -35,6 +45,7 @@ type Metrics struct {
 	policyDuration   prometheus.Histogram
 	upstreamDuration *prometheus.HistogramVec
 	policyReloads    *prometheus.CounterVec
+	extprocOverrides *prometheus.CounterVec
 }
 
 // NewMetrics creates the collectors and registers them with reg.
@@ -63,12 +74,18 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: MetricPolicyReloads,
 			Help: "Policy reload attempts, by result (success, failure).",
 		}, []string{"result"}),
+		extprocOverrides: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricExtProcOverrides,
+			Help: "ext_proc messages whose work outlasted half of listeners.extproc.message_budget, so that mcpgate sent Envoy override_message_timeout (listeners.extproc.max_message_budget), by phase (request_headers, request_body).",
+		}, []string{"phase"}),
 	}
 	// Both results exist from the start, so a rate() over them works
-	// before the first reload.
+	// before the first reload; so do both phases.
 	m.policyReloads.WithLabelValues("success")
 	m.policyReloads.WithLabelValues("failure")
-	reg.MustRegister(m.requests, m.requestDuration, m.policyDuration, m.upstreamDuration, m.policyReloads)
+	m.extprocOverrides.WithLabelValues(PhaseRequestHeaders)
+	m.extprocOverrides.WithLabelValues(PhaseRequestBody)
+	reg.MustRegister(m.requests, m.requestDuration, m.policyDuration, m.upstreamDuration, m.policyReloads, m.extprocOverrides)
 	return m
 }
 
@@ -112,6 +129,16 @@ func (m *Metrics) PolicyReloaded(ok bool, _ error) {
 		result = "failure"
 	}
 	m.policyReloads.WithLabelValues(result).Inc()
+}
+
+// ExtProcTimeoutOverride counts one override_message_timeout sent by the
+// ext_proc adapter for a message of phase (PhaseRequestHeaders or
+// PhaseRequestBody).
+func (m *Metrics) ExtProcTimeoutOverride(phase string) {
+	if m == nil {
+		return
+	}
+	m.extprocOverrides.WithLabelValues(phase).Inc()
 }
 
 // MethodLabel returns the bounded mcp_method label of a parsed message.

@@ -60,6 +60,12 @@ const (
 	grpcOverhead        = 64 << 10 // ProcessingRequest framing around a body, generous
 	bodyHeadroom        = 256 << 10
 
+	// listeners.extproc.message_budget and max_message_budget defaults:
+	// Envoy's message_timeout must be above the first, its
+	// max_message_timeout at least the second (the override mcpgate sends).
+	mcpgateMessageBudget    = 150 * time.Millisecond
+	mcpgateMaxMessageBudget = 5 * time.Second
+
 	// The listener (stream) buffer limit bounds every buffered body. It must
 	// let bodies a bit over mcpgate's limit through (mcpgate answers 413
 	// itself) and must fit mcpgate's gRPC message limit.
@@ -420,6 +426,10 @@ var extProcChecks = []check[*extprocv3.ExternalProcessor]{
 			return errors.New("max_message_timeout is not set: mcpgate cannot extend a message's deadline")
 		case dur(mt) >= dur(max):
 			return fmt.Errorf("message_timeout %v is not below max_message_timeout %v", dur(mt), dur(max))
+		case dur(mt) <= mcpgateMessageBudget:
+			return fmt.Errorf("message_timeout %v is not above mcpgate's message_budget %v", dur(mt), mcpgateMessageBudget)
+		case dur(max) < mcpgateMaxMessageBudget:
+			return fmt.Errorf("max_message_timeout %v is below mcpgate's max_message_budget %v: Envoy would ignore its override_message_timeout", dur(max), mcpgateMaxMessageBudget)
 		}
 		return nil
 	}},
@@ -929,6 +939,12 @@ func TestBootstrapChecksCatchMistakes(t *testing.T) {
 		}},
 		{"message timeout unset", "ingress.yaml", "ext_proc: message timeouts", func(t *testing.T, c *envoyConfig) {
 			c.hcms[0].extProc.MessageTimeout = nil
+		}},
+		{"message timeout within mcpgate's budget", "ingress.yaml", "ext_proc: message timeouts", func(t *testing.T, c *envoyConfig) {
+			c.hcms[0].extProc.MessageTimeout = durationpb.New(mcpgateMessageBudget)
+		}},
+		{"max message timeout below mcpgate's max budget", "sidecar.yaml", "ext_proc: message timeouts", func(t *testing.T, c *envoyConfig) {
+			c.hcms[0].extProc.MaxMessageTimeout = durationpb.New(2 * time.Second)
 		}},
 		{"full duplex without trailers", "sidecar.yaml", "ext_proc: full duplex needs trailers", func(t *testing.T, c *envoyConfig) {
 			c.hcms[0].extProc.ProcessingMode.RequestBodyMode = extprocv3.ProcessingMode_FULL_DUPLEX_STREAMED

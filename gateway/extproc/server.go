@@ -8,6 +8,12 @@
 // response headers SEND, response body BUFFERED with allow_mode_override, so
 // mcpgate can switch text/event-stream responses to STREAMED and answers it
 // need not see to NONE.
+//
+// Work on a request message is bounded by Options.MessageBudget, below
+// Envoy's message_timeout. Work that legitimately takes longer (a JWKS
+// fetch, a live-rights lookup) is extended up to Options.MaxMessageBudget:
+// at half the budget the server sends Envoy one override_message_timeout
+// on the stream, then the answer (see Options.MaxMessageBudget).
 package extproc
 
 import (
@@ -19,6 +25,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -28,6 +35,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -44,6 +52,10 @@ const (
 	// DefaultMessageBudget bounds mcpgate's work on one ext_proc message;
 	// it stays below Envoy's default message_timeout (200ms).
 	DefaultMessageBudget = 150 * time.Millisecond
+	// DefaultMaxMessageBudget is the config default of MaxMessageBudget
+	// (config.DefaultMaxMessageBudget); Envoy's max_message_timeout must
+	// be at least this.
+	DefaultMaxMessageBudget = 5 * time.Second
 	// RouteMetadataNamespace is the filter_metadata namespace of the route
 	// metadata mcpgate reads (key "upstream") from the
 	// "xds.route_metadata" request attribute.
@@ -69,9 +81,31 @@ type Options struct {
 	// client could choose; only configured names are accepted.
 	UpstreamHeader string
 	// MessageBudget bounds the work on one message (DefaultMessageBudget
-	// when zero).
+	// when zero) when it is not extended.
 	MessageBudget time.Duration
-	Logger        *slog.Logger
+	// MaxMessageBudget, when above MessageBudget, lets the work on one
+	// request message (request headers without a body, or the request
+	// body) outlast MessageBudget: if it has not finished after half of
+	// MessageBudget, the server sends Envoy one ProcessingResponse with
+	// only override_message_timeout = MaxMessageBudget (Envoy restarts the
+	// message's timer with it, if it is at most its max_message_timeout)
+	// and the work may go on until MaxMessageBudget after the message
+	// arrived; the answer follows on the stream. Work that ends sooner
+	// sends nothing extra.
+	//
+	// No margin is added to the value sent: Envoy's new timer starts when
+	// the override arrives, at least MessageBudget/2 after the message,
+	// while mcpgate's deadline counts from the message, so mcpgate's own
+	// answer to work that runs out (503, fail closed) reaches Envoy
+	// MessageBudget/2 before Envoy's timer ends, and Envoy's
+	// max_message_timeout need only be at least MaxMessageBudget.
+	//
+	// Zero never extends: the work ends at MessageBudget (as does a value
+	// equal to it). Between zero and MessageBudget New refuses it.
+	MaxMessageBudget time.Duration
+	// Metrics counts the overrides sent; nil records nothing.
+	Metrics *gateway.Metrics
+	Logger  *slog.Logger
 }
 
 // Server implements envoy.service.ext_proc.v3.ExternalProcessor.
@@ -81,6 +115,10 @@ type Server struct {
 	log    *slog.Logger
 	names  map[string]bool
 	routes *routes.Table
+	// extend: the work on a message may be extended (MaxMessageBudget >
+	// MessageBudget); timers then holds idle *overrideTimers.
+	extend bool
+	timers sync.Pool
 }
 
 var _ extprocv3.ExternalProcessorServer = (*Server)(nil)
@@ -95,7 +133,10 @@ func New(o Options) (*Server, error) {
 	if o.MessageBudget <= 0 {
 		o.MessageBudget = DefaultMessageBudget
 	}
-	s := &Server{o: o, log: o.Logger, names: map[string]bool{}}
+	if o.MaxMessageBudget < 0 || o.MaxMessageBudget > 0 && o.MaxMessageBudget < o.MessageBudget {
+		return nil, fmt.Errorf("extproc: MaxMessageBudget %v must be 0 (never extend) or at least MessageBudget %v", o.MaxMessageBudget, o.MessageBudget)
+	}
+	s := &Server{o: o, log: o.Logger, names: map[string]bool{}, extend: o.MaxMessageBudget > o.MessageBudget}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -117,6 +158,7 @@ func New(o Options) (*Server, error) {
 // exchange is the state of one HTTP request on its stream.
 type exchange struct {
 	s        *Server
+	stream   extprocv3.ExternalProcessor_ProcessServer
 	ctx      context.Context
 	req      *gateway.Request
 	x        *gateway.Exchange
@@ -128,10 +170,12 @@ type exchange struct {
 }
 
 // Process serves one ext_proc stream: one HTTP request and its response.
-// Every ProcessingRequest gets exactly one ProcessingResponse, in order.
+// Every ProcessingRequest gets exactly one ProcessingResponse that answers
+// it, in order; a request message whose work is extended gets one
+// override_message_timeout before it.
 func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error {
 	ctx := stream.Context()
-	ex := &exchange{s: s, ctx: ctx}
+	ex := &exchange{s: s, stream: stream, ctx: ctx}
 	defer ex.finish()
 	for {
 		in, err := stream.Recv()
@@ -206,7 +250,7 @@ func (ex *exchange) requestHeaders(in *extprocv3.ProcessingRequest, h *extprocv3
 	if !h.GetEndOfStream() {
 		return headersResponse(nil, false)
 	}
-	ex.decide()
+	ex.decide(gateway.PhaseRequestHeaders)
 	if ex.verdict.Local != nil {
 		return immediate(ex.verdict.Local)
 	}
@@ -225,7 +269,7 @@ func (ex *exchange) requestBody(b *extprocv3.HttpBody) *extprocv3.ProcessingResp
 			Body: mcp.ErrorResponse([]byte("null"), &mcp.Error{Code: mcp.CodeInternalError, Message: "mcpgate: Envoy must send the request body BUFFERED (request_body_mode: BUFFERED)"})})
 	}
 	ex.req.Body = b.GetBody()
-	ex.decide()
+	ex.decide(gateway.PhaseRequestBody)
 	v := ex.verdict
 	if v.Local != nil {
 		return immediate(v.Local)
@@ -244,13 +288,98 @@ func (ex *exchange) requestBody(b *extprocv3.HttpBody) *extprocv3.ProcessingResp
 	}}}
 }
 
-func (ex *exchange) decide() {
-	ctx, cancel := context.WithTimeout(ex.ctx, ex.s.o.MessageBudget)
-	defer cancel()
-	ex.x, ex.verdict = ex.s.o.Pipeline.HandleRequest(ctx, ex.req)
+// decide runs the pipeline on the request, within MessageBudget, or
+// MaxMessageBudget when the work may be extended: then an override timer
+// asks Envoy for the extra time if the work outlasts half of
+// MessageBudget. The caller sends the answer once decide has returned,
+// after any override (stream sends are never concurrent).
+func (ex *exchange) decide(phase string) {
+	o := &ex.s.o
+	budget := o.MessageBudget
+	var ot *overrideTimer
+	if ex.s.extend {
+		budget = o.MaxMessageBudget
+		ot = ex.s.armOverride(ex, phase)
+	}
+	ctx, cancel := context.WithTimeout(ex.ctx, budget)
+	ex.x, ex.verdict = o.Pipeline.HandleRequest(ctx, ex.req)
+	cancel()
+	if ot != nil {
+		ex.s.disarmOverride(ot)
+	}
 	if ex.verdict.Local != nil {
 		ex.finished = true // HandleRequest recorded it
 	}
+}
+
+// overrideTimer sends one override_message_timeout for the message being
+// decided if its work outlasts half of MessageBudget. Its AfterFunc timer
+// is reused (Server.timers) as long as it never fired, so the common case
+// — work done in time — allocates nothing and sends nothing. It holds the
+// stream, not the exchange, so that the exchange can stay on the stack.
+type overrideTimer struct {
+	s  *Server
+	t  *time.Timer
+	mu sync.Mutex // held while the override is sent
+	// Guarded by mu. stream is nil when nothing is to be sent: the
+	// message was answered, or the override was sent.
+	stream   extprocv3.ExternalProcessor_ProcessServer
+	ctx      context.Context // the stream's
+	phase    string          // gateway.PhaseRequestHeaders or gateway.PhaseRequestBody
+	upstream string          // of the request, for the log
+}
+
+// armOverride starts the override timer for ex's message.
+func (s *Server) armOverride(ex *exchange, phase string) *overrideTimer {
+	ot, _ := s.timers.Get().(*overrideTimer)
+	fresh := ot == nil
+	if fresh {
+		ot = &overrideTimer{s: s}
+	}
+	ot.mu.Lock()
+	ot.stream, ot.ctx, ot.phase, ot.upstream = ex.stream, ex.ctx, phase, ex.req.Upstream
+	ot.mu.Unlock()
+	if fresh {
+		ot.t = time.AfterFunc(s.o.MessageBudget/2, ot.fire)
+	} else {
+		ot.t.Reset(s.o.MessageBudget / 2)
+	}
+	return ot
+}
+
+// disarmOverride stops the override timer once the message's work is
+// done. If the timer fired, it waits until the override has been sent,
+// so that the answer follows it on the stream, and drops the timer (its
+// function may still be about to run); otherwise the timer goes back to
+// the pool.
+func (s *Server) disarmOverride(ot *overrideTimer) {
+	stopped := ot.t.Stop()
+	ot.mu.Lock()
+	ot.stream, ot.ctx = nil, nil
+	ot.mu.Unlock()
+	if stopped {
+		s.timers.Put(ot)
+	}
+}
+
+// fire runs on the timer's goroutine while the message's work goes on.
+func (ot *overrideTimer) fire() {
+	ot.mu.Lock()
+	defer ot.mu.Unlock()
+	if ot.stream == nil {
+		return // answered meanwhile
+	}
+	s, stream, ctx := ot.s, ot.stream, ot.ctx
+	ot.stream, ot.ctx = nil, nil
+	if err := stream.Send(&extprocv3.ProcessingResponse{OverrideMessageTimeout: durationpb.New(s.o.MaxMessageBudget)}); err != nil {
+		// The stream is gone (Envoy reset it): the work's context ends
+		// with it.
+		s.log.LogAttrs(ctx, slog.LevelDebug, "override_message_timeout not sent", slog.String("phase", ot.phase), slog.Any("error", err))
+		return
+	}
+	s.o.Metrics.ExtProcTimeoutOverride(ot.phase)
+	s.log.LogAttrs(ctx, slog.LevelDebug, "message work outlasts half the budget; asked Envoy for more time",
+		slog.String("phase", ot.phase), slog.String("upstream", ot.upstream), slog.Duration("override_message_timeout", s.o.MaxMessageBudget))
 }
 
 // responseHeaders chooses how the response body is handled: not at all

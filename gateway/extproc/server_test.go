@@ -35,13 +35,15 @@ func client(t testing.TB) extprocv3.ExternalProcessorClient {
 	return serve(t, gateway.New(eng, gateway.Options{Declarations: decls, MaxBodyBytes: 1 << 20, MaxJSONDepth: 32, MaxSSEEventBytes: 1 << 20}))
 }
 
-// serve runs the ext_proc server for pipeline p on a loopback port and
-// returns a gRPC client for it.
+// serve runs the ext_proc server for pipeline p on a loopback port, with
+// the configuration's default budgets (slow work extended), and returns a
+// gRPC client for it.
 func serve(t testing.TB, p *gateway.Pipeline) extprocv3.ExternalProcessorClient {
 	t.Helper()
 	s, err := extproc.New(extproc.Options{
-		Pipeline:  p,
-		Upstreams: []extproc.Upstream{{Name: "crm", Route: "/crm/mcp"}, {Name: "tickets", Route: "/tickets/mcp"}},
+		Pipeline:         p,
+		Upstreams:        []extproc.Upstream{{Name: "crm", Route: "/crm/mcp"}, {Name: "tickets", Route: "/tickets/mcp"}},
+		MaxMessageBudget: extproc.DefaultMaxMessageBudget,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -172,11 +172,13 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 			ups = append(ups, extproc.Upstream{Name: u.Name, Route: u.Route})
 		}
 		srv, err := extproc.New(extproc.Options{
-			Pipeline:       a.Pipeline,
-			Upstreams:      ups,
-			UpstreamHeader: e.UpstreamHeader,
-			MessageBudget:  e.MessageBudgetDuration(),
-			Logger:         log,
+			Pipeline:         a.Pipeline,
+			Upstreams:        ups,
+			UpstreamHeader:   e.UpstreamHeader,
+			MessageBudget:    e.MessageBudgetDuration(),
+			MaxMessageBudget: e.MaxMessageBudgetDuration(),
+			Metrics:          metrics,
+			Logger:           log,
 		})
 		if err != nil {
 			a.Shutdown(context.Background())
