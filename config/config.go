@@ -3,6 +3,7 @@ package config
 import (
 	"github.com/mcpgate/mcpgate/policy"
 	"net"
+	"time"
 )
 
 // Defaults. Durations are Go duration strings in the YAML ("5s").
@@ -21,6 +22,8 @@ const (
 	DefaultMessageBudget     = "150ms"              // ext_proc per-message budget
 	DefaultMaxMessageBudget  = "5s"                 // ext_proc per-message budget when extended
 	DefaultUpstreamHeader    = "x-mcpgate-upstream" // ext_proc upstream header
+	// MaxMaxMessageBudget caps listeners.extproc.max_message_budget.
+	MaxMaxMessageBudget = 30 * time.Second
 )
 
 // Config is the whole mcpgate configuration file.

@@ -73,6 +73,8 @@ func (c *Config) validateListeners(p *problems) {
 			p.add("listeners.extproc.max_message_budget", "%q is not a duration of 0s or more (e.g. %q; \"0s\" never extends)", e.MaxMessageBudget, DefaultMaxMessageBudget)
 		} else if d > 0 && d < budget {
 			p.add("listeners.extproc.max_message_budget", "%q is below listeners.extproc.message_budget %q; it must be at least that, or \"0s\" never to extend", e.MaxMessageBudget, e.MessageBudget)
+		} else if d > MaxMaxMessageBudget {
+			p.add("listeners.extproc.max_message_budget", "%q is above %s: a request would hold Envoy's stream that long", e.MaxMessageBudget, MaxMaxMessageBudget)
 		}
 		if !httpTokenPattern.MatchString(e.UpstreamHeader) {
 			p.add("listeners.extproc.upstream_header", "%q is not an HTTP header name", e.UpstreamHeader)
