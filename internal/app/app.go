@@ -262,10 +262,11 @@ func (a *App) adminHandler() http.Handler {
 	return mux
 }
 
-// Reload recompiles the policy (SIGHUP). A policy that fails to compile
-// keeps the old one; the error is returned and counted.
+// Reload recompiles the policy and rereads the assertion keys file
+// (SIGHUP). Each part logs and counts its outcome; a part that fails keeps
+// its previous state, and the errors are returned joined.
 func (a *App) Reload(ctx context.Context) error {
-	return errors.Join(a.Engine.Reload(ctx), a.id.reloadKeys())
+	return errors.Join(a.Engine.Reload(ctx), a.id.reloadKeys(ctx, a.log))
 }
 
 // Err reports a listener that stopped unexpectedly.

@@ -39,6 +39,8 @@ type identity struct {
 	admin   *admin.API
 	// audiences maps an upstream name to the aud of its assertions.
 	audiences map[string]string
+	// keyReloads counts assertion key reloads by result.
+	keyReloads *prometheus.CounterVec
 }
 
 // auditWorkers write audit records to the store off the request path; a
@@ -54,6 +56,16 @@ const (
 // configuration enables.
 func newIdentity(ctx context.Context, cfg *config.Config, log *slog.Logger, reg prometheus.Registerer) (*identity, error) {
 	id := &identity{audiences: map[string]string{}}
+	id.keyReloads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcpgate_assertion_key_reloads_total",
+		Help: "Reloads of the assertion keys file (SIGHUP), by result.",
+	}, []string{"result"})
+	for _, r := range []string{"success", "failure"} {
+		id.keyReloads.WithLabelValues(r)
+	}
+	if err := reg.Register(id.keyReloads); err != nil {
+		return nil, err
+	}
 	for _, u := range cfg.Upstreams {
 		id.audiences[u.Name] = upstreamAudience(u)
 	}
@@ -139,16 +151,23 @@ func (id *identity) loadKeys(a config.Assertion, log *slog.Logger) (*assertion.K
 }
 
 // reloadKeys rereads the assertion keys file (SIGHUP): a rotated key set
-// takes effect without a restart. Without a keys file it does nothing.
-func (id *identity) reloadKeys() error {
+// takes effect without a restart. A file that cannot be read or parsed
+// keeps the keys in use. Logged and counted in
+// mcpgate_assertion_key_reloads_total{result}. Without a keys file it does
+// nothing.
+func (id *identity) reloadKeys(ctx context.Context, log *slog.Logger) error {
 	if id == nil || id.signer == nil || id.keys == "" {
 		return nil
 	}
 	ks, err := assertion.LoadKeySet(id.keys)
 	if err != nil {
+		id.keyReloads.WithLabelValues("failure").Inc()
+		log.ErrorContext(ctx, "assertion keys reload failed; the previous keys stay in use", "file", id.keys, "error", err)
 		return fmt.Errorf("assertion keys: %w", err)
 	}
 	id.signer.SetKeys(ks)
+	id.keyReloads.WithLabelValues("success").Inc()
+	log.InfoContext(ctx, "assertion keys reloaded", "file", id.keys, "signing_kid", ks.SigningKeyID(), "kids", ks.KeyIDs())
 	return nil
 }
 
