@@ -372,16 +372,10 @@ func checkBoltPath(p *problems, path, file string) {
 // URL may hold a password: messages show it redacted.
 func checkRedisURL(p *problems, path, raw string) {
 	const form = `e.g. "redis://redis.internal:6379/0", "rediss://…" for TLS, or "unix:///run/redis.sock"`
-	if raw == "" {
-		p.add(path, "required (%s)", form)
+	u, shown, ok := parseURLAt(p, path, raw, form)
+	if !ok {
 		return
 	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		p.add(path, "not a URL: %v (%s)", urlErr(err), form)
-		return
-	}
-	shown := u.Redacted()
 	switch {
 	case u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix":
 		p.add(path, "%q: scheme must be redis, rediss or unix (%s)", shown, form)
@@ -458,20 +452,30 @@ func (c *Config) validateRights(p *problems) {
 	}
 }
 
-// checkServiceURL checks the URL of a service mcpgate calls with
-// credentials: http(s) with a host, https except on loopback hosts, no
-// fragment. Messages show it with any password redacted.
-func checkServiceURL(p *problems, path, raw, form string) {
+// parseURLAt parses the required URL at path; a problem (naming form, the
+// expected shape) is added when it is empty or does not parse. shown is the
+// URL with any password redacted, for messages.
+func parseURLAt(p *problems, path, raw, form string) (u *url.URL, shown string, ok bool) {
 	if raw == "" {
 		p.add(path, "required (%s)", form)
-		return
+		return nil, "", false
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		p.add(path, "not a URL: %v (%s)", urlErr(err), form)
+		return nil, "", false
+	}
+	return u, u.Redacted(), true
+}
+
+// checkServiceURL checks the URL of a service mcpgate calls with
+// credentials: http(s) with a host, https except on loopback hosts, no
+// fragment. Messages show it with any password redacted.
+func checkServiceURL(p *problems, path, raw, form string) {
+	u, shown, ok := parseURLAt(p, path, raw, form)
+	if !ok {
 		return
 	}
-	shown := u.Redacted()
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
 		p.add(path, "%q: scheme must be https (%s)", shown, form)
@@ -580,18 +584,7 @@ func (c *Config) validateAdminAPI(p *problems) {
 	hashes := map[string]int{}
 	for i, t := range a.StaticTokens {
 		at := indexPath("admin_api.static_tokens", i)
-		switch {
-		case t.Name == "":
-			p.add(at+".name", "required")
-		case !staticTokenNamePattern.MatchString(t.Name):
-			p.add(at+".name", "%q must be 1 to 63 characters of a-z, 0-9, _ and -", t.Name)
-		default:
-			if j, dup := names[t.Name]; dup {
-				p.add(at+".name", "%q is also the name of admin_api.static_tokens[%d]; names must be unique", t.Name, j)
-			} else {
-				names[t.Name] = i
-			}
-		}
+		checkUniqueName(p, at+".name", "admin_api.static_tokens", t.Name, i, staticTokenNamePattern, "1 to 63 characters of a-z, 0-9, _ and -", names)
 		// The value might be a secret pasted by mistake: never shown.
 		const how = "the SHA-256 of the token's secret as 64 hex digits, never the secret itself; e.g. printf %s \"$SECRET\" | sha256sum"
 		h := strings.ToLower(t.SHA256)

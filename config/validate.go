@@ -134,18 +134,7 @@ func (c *Config) validateUpstreams(p *problems) {
 	patterns := map[int]routes.Pattern{} // upstream index → route with {tenant}
 	for i, u := range c.Upstreams {
 		at := indexPath("upstreams", i)
-		switch {
-		case u.Name == "":
-			p.add(at+".name", "required")
-		case !upstreamNamePattern.MatchString(u.Name):
-			p.add(at+".name", "%q must be 1 to 63 characters of a-z, 0-9, _ and -, starting with a letter or digit", u.Name)
-		default:
-			if j, dup := names[u.Name]; dup {
-				p.add(at+".name", "%q is also the name of upstreams[%d]; names must be unique", u.Name, j)
-			} else {
-				names[u.Name] = i
-			}
-		}
+		checkUniqueName(p, at+".name", "upstreams", u.Name, i, upstreamNamePattern, "1 to 63 characters of a-z, 0-9, _ and -, starting with a letter or digit", names)
 		checkUpstreamURL(p, at+".url", u.URL)
 		pattern, routeOK := checkRoute(p, at+".route", u.Route)
 		switch {
@@ -290,6 +279,24 @@ func checkURLTenant(p *problems, at string, u Upstream, routeOK, routeHasTenant 
 }
 
 // checkDuration checks a Go duration string that must not be negative.
+// checkUniqueName checks the name at path of element i of list: required,
+// matching pattern (described by shape), and unique among the names seen
+// so far (name → index), which it records.
+func checkUniqueName(p *problems, path, list, name string, i int, pattern *regexp.Regexp, shape string, seen map[string]int) {
+	switch {
+	case name == "":
+		p.add(path, "required")
+	case !pattern.MatchString(name):
+		p.add(path, "%q must be %s", name, shape)
+	default:
+		if j, dup := seen[name]; dup {
+			p.add(path, "%q is also the name of %s[%d]; names must be unique", name, list, j)
+		} else {
+			seen[name] = i
+		}
+	}
+}
+
 func checkDuration(p *problems, path, s string) {
 	if s == "" {
 		p.add(path, "required (a duration such as \"30s\"; \"0s\" for none)")
