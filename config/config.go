@@ -51,6 +51,9 @@ type Config struct {
 	Assertion Assertion `yaml:"assertion"`
 	// AdminAPI turns on the admin API (/v1/ on the admin listener); nil: off.
 	AdminAPI *AdminAPI `yaml:"admin_api" json:",omitempty"`
+	// Catalog is mcpgate's own listing of the upstreams' tools, with
+	// pinning (on unless disabled).
+	Catalog Catalog `yaml:"catalog"`
 }
 
 // Listeners are the addresses mcpgate listens on.

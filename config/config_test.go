@@ -233,6 +233,7 @@ func TestApplyDefaults(t *testing.T) {
 		Log:       Log{Format: DefaultLogFormat, Level: DefaultLogLevel},
 		Audit:     Audit{Retention: DefaultAuditRetention, Log: DefaultAuditLog},
 		Assertion: Assertion{Issuer: DefaultAssertionIssuer, TTL: DefaultAssertionTTL},
+		Catalog:   Catalog{Refresh: DefaultCatalogRefresh, MaxPages: DefaultCatalogMaxPages, Unpinned: CatalogUnpinnedRefuse},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("ApplyDefaults:\ngot  %+v\nwant %+v", c, want)

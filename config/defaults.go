@@ -70,6 +70,7 @@ func (c *Config) ApplyDefaults() {
 		c.Auth.applyDefaults()
 	}
 	c.applyIdentityDefaults()
+	c.applyCatalogDefaults()
 }
 
 // Default returns the built-in configuration of the one-line mode
@@ -78,7 +79,9 @@ func (c *Config) ApplyDefaults() {
 // tool declarations, the embedded default policy). It does not validate:
 // call Validate, which reports a bad URL.
 func Default(upstreamURL string) *Config {
-	c := &Config{Upstreams: []Upstream{{Name: DefaultUpstreamName, URL: upstreamURL}}}
+	// No tool is declared in this mode and the upstream is anything: the
+	// catalog (schema validation, pinning) is off.
+	c := &Config{Upstreams: []Upstream{{Name: DefaultUpstreamName, URL: upstreamURL}}, Catalog: Catalog{Disabled: true}}
 	c.ApplyDefaults()
 	return c
 }

@@ -288,6 +288,21 @@
 //   - assertion.ttl (duration; default "60s"; from "10s" to "10m"): the
 //     lifetime of one assertion.
 //
+// catalog (mapping): mcpgate's own listing of each upstream's tools, with
+// pinning. On unless disabled.
+//
+//   - catalog.disabled (bool; default false; true in serve --upstream):
+//     turn the catalog off
+//     (tools/list forwarded and filtered, no schema validation, no pinning).
+//   - catalog.refresh (duration; default "5m"; at least "10s"): how often
+//     each upstream is listed again.
+//   - catalog.max_pages (int; default 50; 1 to 1000): bound on the pages
+//     of one listing.
+//   - catalog.manifest (string, path; default none = pinning off): the
+//     pinned manifest (mcpgate manifest pin); it must exist.
+//   - catalog.unpinned ("refuse" or "allow"; default "refuse"): what
+//     happens to a listed tool the manifest does not pin.
+//
 // admin_api (mapping; default none = off): the admin API, /v1/ on the
 // admin listener. Requires an auth section, a store section and an enabled
 // admin listener, and static_tokens or (auth.issuers and audience).

@@ -48,6 +48,7 @@ func (c *Config) validate() problems {
 	c.validateRights(&p)
 	c.validateAssertion(&p)
 	c.validateAdminAPI(&p)
+	c.validateCatalog(&p)
 	return p
 }
 
