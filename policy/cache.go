@@ -43,7 +43,7 @@ func newTermCaches(declarations map[string]map[string]ToolDeclaration) *termCach
 }
 
 func (c *termCaches) tool(upstream string, t *Tool) *ast.Term {
-	if c != nil && t.Declared {
+	if c != nil && t.Declared && t.Catalog == nil {
 		if e, ok := c.tools[upstream][t.Name]; ok && sameDeclaration(&e.decl, &t.ToolDeclaration) {
 			return e.term
 		}

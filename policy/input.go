@@ -30,6 +30,13 @@ var (
 	kURI             = ast.StringTerm("uri")
 	kArguments       = ast.StringTerm("arguments")
 	kTenantArguments = ast.StringTerm("tenant_arguments")
+	kArgProblems     = ast.StringTerm("argument_problems")
+	kArgument        = ast.StringTerm("argument")
+	kAllowed         = ast.StringTerm("allowed")
+	kExpected        = ast.StringTerm("expected")
+	kCatalog         = ast.StringTerm("catalog")
+	kListed          = ast.StringTerm("listed")
+	kState           = ast.StringTerm("state")
 	kClient          = ast.StringTerm("client")
 	kTool            = ast.StringTerm("tool")
 	kDeclared        = ast.StringTerm("declared")
@@ -176,6 +183,20 @@ func messageValue(m *Message, c *termCaches) (ast.Object, error) {
 		}
 		kv = append(kv, [2]*ast.Term{kTenantArguments, ast.ArrayTerm(names...)})
 	}
+	if len(m.ArgumentProblems) > 0 {
+		probs := make([]*ast.Term, len(m.ArgumentProblems))
+		for i, pr := range m.ArgumentProblems {
+			pkv := [][2]*ast.Term{{kArgument, ast.StringTerm(pr.Argument)}, {kCode, ast.StringTerm(pr.Code)}, {kMessage, ast.StringTerm(pr.Message)}}
+			if len(pr.Allowed) > 0 {
+				pkv = append(pkv, [2]*ast.Term{kAllowed, stringsTerm(pr.Allowed)})
+			}
+			if pr.Expected != "" {
+				pkv = append(pkv, [2]*ast.Term{kExpected, ast.StringTerm(pr.Expected)})
+			}
+			probs[i] = ast.ObjectTerm(pkv...)
+		}
+		kv = append(kv, [2]*ast.Term{kArgProblems, ast.ArrayTerm(probs...)})
+	}
 	if m.Client != nil {
 		kv = append(kv, [2]*ast.Term{kClient, c.client(m.Client)})
 	}
@@ -208,6 +229,13 @@ func toolValue(t *Tool) *ast.Term {
 	}
 	if t.Hidden {
 		kv = append(kv, [2]*ast.Term{kHidden, ast.InternedTerm(true)})
+	}
+	if cat := t.Catalog; cat != nil {
+		ckv := [][2]*ast.Term{{kListed, ast.InternedTerm(cat.Listed)}}
+		if cat.State != "" {
+			ckv = append(ckv, [2]*ast.Term{kState, ast.StringTerm(cat.State)})
+		}
+		kv = append(kv, [2]*ast.Term{kCatalog, ast.ObjectTerm(ckv...)})
 	}
 	return ast.ObjectTerm(kv...)
 }

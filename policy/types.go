@@ -67,8 +67,30 @@ type Message struct {
 	// the gateway; absent when there are none. The policy refuses such a
 	// call: the tenant comes from the credential (seed 002).
 	TenantArguments []string `json:"tenant_arguments,omitempty"`
+	// ArgumentProblems are what is wrong with the arguments of a tools/call
+	// against the tool's inputSchema from the catalog (unknown arguments,
+	// wrong types, missing required ones), found by the gateway; absent
+	// when there is nothing wrong or no catalog. The policy refuses such a
+	// call with the problems, so the model can correct it.
+	ArgumentProblems []ArgumentProblem `json:"argument_problems,omitempty"`
 	// Client is clientInfo from _meta (2026-07-28) or initialize.
 	Client *Client `json:"client,omitempty"`
+}
+
+// ArgumentProblem is one thing wrong with a tools/call's arguments.
+type ArgumentProblem struct {
+	// Argument is the argument's path ("limit", "filter.status"); "" for
+	// the arguments as a whole.
+	Argument string `json:"argument"`
+	// Code: not_an_object, unknown_argument, missing_argument, wrong_type,
+	// invalid_value, invalid.
+	Code string `json:"code"`
+	// Message says what is wrong, for the model.
+	Message string `json:"message"`
+	// Allowed are the tool's argument names (unknown_argument).
+	Allowed []string `json:"allowed,omitempty"`
+	// Expected is the type the schema wants (wrong_type).
+	Expected string `json:"expected,omitempty"`
 }
 
 // Client identifies the MCP client implementation (self-reported).
@@ -130,6 +152,25 @@ type Tool struct {
 	Name     string `json:"name"`
 	Declared bool   `json:"declared"`
 	ToolDeclaration
+	// Catalog is what mcpgate's own listing of the upstream says of the
+	// tool; nil when the catalog is off.
+	Catalog *ToolCatalog `json:"catalog,omitempty"`
+}
+
+// Catalog states of a listed tool (ToolCatalog.State).
+const (
+	CatalogApproved = "approved" // pinned with this definition, or pinning off
+	CatalogChanged  = "changed"  // definition differs from its pin (rug pull?)
+	CatalogUnpinned = "unpinned" // listed, not pinned, unpinned tools refused
+)
+
+// ToolCatalog is a tool's entry in mcpgate's catalog.
+type ToolCatalog struct {
+	// Listed: the upstream lists the tool now.
+	Listed bool `json:"listed"`
+	// State is CatalogApproved, CatalogChanged or CatalogUnpinned ("" when
+	// not listed).
+	State string `json:"state,omitempty"`
 }
 
 // Item is one entry of a list result.

@@ -138,6 +138,7 @@ _allowed if {
 	input.message.name != ""
 	is_object(object.get(input.message, "arguments", {}))
 	not input.message.tenant_arguments
+	not input.message.argument_problems
 	_tool_visible(input.tool)
 }
 
@@ -221,6 +222,11 @@ _deny contains _reason_tenant_arguments(names) if {
 # 002, tenant binding), so such a call is refused with the reason.
 _tenant_arguments := {n | some n in input.message.tenant_arguments}
 
+_deny contains _reason_invalid_arguments(input.message.argument_problems) if {
+	_method == "tools/call"
+	count(input.message.argument_problems) > 0
+}
+
 _deny contains reason if {
 	_method == "tools/call"
 	_has_param("name")
@@ -247,6 +253,23 @@ _tool_visible(tool) if {
 	_effects[tool.effect]
 	not tool.hidden == true
 	not _lacks_rights(tool)
+	not _catalog_blocks(tool)
+}
+
+# METADATA
+# title: Catalog
+# description: |
+#   With mcpgate's catalog on (input.tool.catalog present), a tool must be
+#   listed by the upstream now and approved: not changed since it was
+#   pinned, not an unpinned newcomer (rug-pull protection).
+_catalog_blocks(tool) if {
+	tool.catalog
+	not tool.catalog.listed == true
+}
+
+_catalog_blocks(tool) if {
+	tool.catalog.listed == true
+	not tool.catalog.state == "approved"
 }
 
 # METADATA
@@ -267,7 +290,7 @@ _lacks_rights(tool) if {
 #   Explains a refusal of _tool_visible, for the model. Never empty:
 #   tool_hidden is the fallback.
 _tool_refusals(tool) := reasons if {
-	reasons := ((_refusals_undeclared(tool) | _refusals_declaration(tool)) | _refusals_hidden(tool)) | _refusals_rights(tool)
+	reasons := (((_refusals_undeclared(tool) | _refusals_declaration(tool)) | _refusals_hidden(tool)) | _refusals_rights(tool)) | _refusals_catalog(tool)
 	count(reasons) > 0
 } else := {_reason_tool_hidden(tool.name)}
 
@@ -283,6 +306,16 @@ _refusals_declaration(tool) := {_reason_invalid_tool_declaration(tool.name)} if 
 _refusals_hidden(tool) := {_reason_tool_hidden(tool.name)} if {
 	tool.declared == true
 	tool.hidden == true
+} else := set()
+
+_refusals_catalog(tool) := {_reason_tool_not_listed(tool.name)} if {
+	tool.catalog
+	not tool.catalog.listed == true
+} else := {_reason_tool_changed(tool.name)} if {
+	tool.catalog.state == "changed"
+} else := {_reason_tool_not_approved(tool.name)} if {
+	tool.catalog.listed == true
+	not tool.catalog.state == "approved"
 } else := set()
 
 _refusals_rights(tool) := _refusals_scope(tool) | _refusals_live(tool) if {
@@ -397,6 +430,39 @@ _reason_invalid_tool_declaration(name) := {
 	"code": "invalid_tool_declaration",
 	"cause": sprintf("Tool %q is not correctly configured on this server.", [name]),
 	"fix": "Use another tool from tools/list, or ask the server's administrators to fix the tool's declaration.",
+	"next_tool": "tools/list",
+}
+
+_reason_invalid_arguments(problems) := {
+	"code": "invalid_arguments",
+	"cause": sprintf("The arguments of %q do not fit the tool: %s", [input.message.name, concat(" ", [p.message | some p in problems])]),
+	"fix": sprintf("Call %s again with the arguments corrected%s.", [input.message.name, _allowed_hint(problems)]),
+	"next_tool": input.message.name,
+}
+
+_allowed_hint(problems) := sprintf(" (its arguments: %s)", [concat(", ", names)]) if {
+	names := {a | some p in problems; some a in object.get(p, "allowed", [])}
+	count(names) > 0
+} else := ""
+
+_reason_tool_not_listed(name) := {
+	"code": "tool_not_in_upstream",
+	"cause": sprintf("Tool %q is not offered by the server right now.", [name]),
+	"fix": "Call tools/list to see the tools you can use.",
+	"next_tool": "tools/list",
+}
+
+_reason_tool_changed(name) := {
+	"code": "tool_changed",
+	"cause": sprintf("Tool %q changed since an administrator approved it and is unavailable until it is approved again.", [name]),
+	"fix": "Use another tool from tools/list, or ask the server's administrators to review and approve the change.",
+	"next_tool": "tools/list",
+}
+
+_reason_tool_not_approved(name) := {
+	"code": "tool_not_approved",
+	"cause": sprintf("Tool %q is new on this server and not yet approved by an administrator.", [name]),
+	"fix": "Use another tool from tools/list, or ask the server's administrators to approve it.",
 	"next_tool": "tools/list",
 }
 

@@ -462,3 +462,42 @@ test_refused_call_keeps_declared_effect if {
 	d2 := mcpgate.decision with input as _call(_unknown, _alice)
 	not "effect" in object.keys(d2)
 }
+
+# --- catalog and arguments ----------------------------------------------------
+
+_listed(tool, state) := object.union(tool, {"catalog": {"listed": true, "state": state}})
+
+test_catalog_approved_tool_allowed if {
+	_allowed(_call(_listed(_search, "approved"), _alice))
+}
+
+test_catalog_changed_tool_refused if {
+	_denied_with(_call(_listed(_search, "changed"), _alice), "tool_changed")
+	d := mcpgate.decision with input as _list("tools/list", [{"name": "search", "tool": _listed(_search, "changed")}], _alice)
+	d.visible == []
+}
+
+test_catalog_unpinned_tool_refused if {
+	_denied_with(_call(_listed(_search, "unpinned"), _alice), "tool_not_approved")
+}
+
+test_catalog_unlisted_tool_refused if {
+	_denied_with(_call(object.union(_search, {"catalog": {"listed": false}}), _alice), "tool_not_in_upstream")
+}
+
+test_argument_problems_refused_with_the_allowed_names if {
+	problems := [
+		{"argument": "limitt", "code": "unknown_argument", "message": "Argument \"limitt\" is not accepted by this tool.", "allowed": ["query", "limit"]},
+		{"argument": "query", "code": "wrong_type", "message": "Argument \"query\" must be a string.", "expected": "string"},
+	]
+	call := _call(_search, _alice)
+	inp := object.union(call, {"message": object.union(call.message, {"argument_problems": problems})})
+	d := mcpgate.decision with input as inp
+	d.allow == false
+	[r] := d.reasons
+	r.code == "invalid_arguments"
+	r.next_tool == "search"
+	contains(r.cause, "\"limitt\" is not accepted")
+	contains(r.cause, "\"query\" must be a string")
+	contains(r.fix, "its arguments: limit, query")
+}
