@@ -1,0 +1,263 @@
+package shape
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// The results below carry third-party text with no declaration to say
+// where: all of their text is treated as third-party. Each function returns
+// nil when nothing changes, else the new JSON; max bounds one text (0 means
+// DefaultMaxTextBytes, negative no bound). Unknown members are kept as they
+// are (invalid UTF-8 replaced).
+
+// ResourceContents shapes a resources/read result: the text of every
+// contents[] item becomes TextPrefix plus the sanitised text bounded by
+// MaxTextBytes. It stays a string because a text resource's text must be
+// one (a reader keeps its mimeType); blob items pass unchanged. Secret
+// names are dropped at any depth. Resources are often documents: compile
+// the Shaper used here with a MaxTextBytes that fits them. A shaped result
+// above MaxResultBytes is an error wrapping ErrResultTooLarge, for the relay
+// to answer with a JSON-RPC error (a resource has no tool-error shape).
+func (s *Shaper) ResourceContents(result []byte) ([]byte, error) {
+	if s == nil {
+		s = zeroShaper
+	}
+	return run(s, s.maxText, false, func(w *walker) ([]byte, error) {
+		return w.resourceContents(result)
+	})
+}
+
+func (w *walker) resourceContents(result []byte) ([]byte, error) {
+	s := w.s
+	err := w.members(result, func(name []byte, dec *jsontext.Decoder, dst []byte) ([]byte, bool, error) {
+		if string(name) == "contents" && dec.PeekKind() == '[' {
+			v, err := w.items(dec, dst, func(dst, item []byte) ([]byte, error) {
+				if item[0] != '{' {
+					return w.valueOf(dst, item, nil, true, false)
+				}
+				return w.resource(dst, item, true)
+			})
+			return v, false, err
+		}
+		v, err := w.value(dec, dst, nil, true, false)
+		return v, false, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := result
+	if w.changed {
+		out = w.assemble(result)
+	}
+	if len(out) > s.maxResult {
+		return nil, fmt.Errorf("%w: the resource is %d bytes, the limit is %d", ErrResultTooLarge, len(out), s.maxResult)
+	}
+	if !w.changed {
+		return nil, nil
+	}
+	return bytes.Clone(out), nil
+}
+
+// PromptResult shapes a prompts/get result: the text of every message's
+// text content (messages[].content, a block or an array of blocks) and of
+// embedded resources in it becomes TextPrefix plus the sanitised text
+// bounded by max. Note: a prompt is meant to instruct the model; with the
+// notice in front of it, a well-behaved model treats it as data.
+func PromptResult(result []byte, max int) ([]byte, error) {
+	return run(zeroShaper, textLimit(max), false, func(w *walker) ([]byte, error) {
+		err := w.members(result, func(name []byte, dec *jsontext.Decoder, dst []byte) ([]byte, bool, error) {
+			if string(name) == "messages" && dec.PeekKind() == '[' {
+				v, err := w.items(dec, dst, w.promptMessage)
+				return v, false, err
+			}
+			v, err := w.value(dec, dst, nil, true, false)
+			return v, false, err
+		})
+		return w.finish(result, err)
+	})
+}
+
+// promptMessage shapes one PromptMessage (a raw object).
+func (w *walker) promptMessage(dst, msg []byte) ([]byte, error) {
+	dec := w.open(msg)
+	defer w.close()
+	return w.objectMembers(dec, dst, func(name []byte, dec *jsontext.Decoder, dst []byte) ([]byte, error) {
+		if string(name) == "content" {
+			mark := len(w.recs)
+			switch dec.PeekKind() {
+			case '{':
+				if err := w.collectBlock(dec); err != nil {
+					return dst, err
+				}
+				return w.emitBlocks(dst, w.recs[mark:], false, true)
+			case '[':
+				if err := w.collectBlocks(dec); err != nil {
+					return dst, err
+				}
+				return w.emitBlocks(dst, w.recs[mark:], true, true)
+			}
+		}
+		return w.value(dec, dst, nil, true, false)
+	})
+}
+
+// CompletionResult shapes a completion/complete result: every string in
+// completion.values is sanitised and bounded by max (no notice: a value is
+// inserted into an argument as it stands).
+func CompletionResult(result []byte, max int) ([]byte, error) {
+	return run(zeroShaper, textLimit(max), false, func(w *walker) ([]byte, error) {
+		return w.finish(result, w.members(result, w.completionMember))
+	})
+}
+
+// completionMember shapes one member of a completion/complete result.
+func (w *walker) completionMember(name []byte, dec *jsontext.Decoder, dst []byte) ([]byte, bool, error) {
+	if string(name) != "completion" || dec.PeekKind() != '{' {
+		v, err := w.value(dec, dst, nil, true, false)
+		return v, false, err
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return dst, false, err
+	}
+	v, err := w.objectRest(dec, dst, func(name []byte, dec *jsontext.Decoder, dst []byte) ([]byte, error) {
+		if string(name) == "values" && dec.PeekKind() == '[' {
+			return w.items(dec, dst, w.completionValue)
+		}
+		return w.value(dec, dst, nil, true, false)
+	})
+	return v, false, err
+}
+
+// completionValue appends one element of completion.values.
+func (w *walker) completionValue(dst, raw []byte) ([]byte, error) {
+	if raw[0] != '"' {
+		return w.valueOf(dst, raw, nil, true, false)
+	}
+	text := w.unquote(&w.tb, raw)
+	if len(text) <= w.maxText && cleanBytes(text) {
+		return w.appendString(dst, raw), nil
+	}
+	w.changed = true
+	w.san = appendSanitised(w.san[:0], text, w.maxText)
+	dst = appendQuoted(dst, w.san)
+	return dst, nil
+}
+
+// NotificationParams shapes the params of a notification from an upstream:
+// for notifications/progress params.message, for notifications/message
+// params.data when it is a string, or every string inside it when it is an
+// object or array (member names stay), becomes TextPrefix plus the
+// sanitised text bounded by max. Other methods, and params without those
+// members, are left alone (nil).
+func NotificationParams(method string, params []byte, max int) ([]byte, error) {
+	var field string
+	switch method {
+	case "notifications/progress":
+		field = "message"
+	case "notifications/message":
+		field = "data"
+	default:
+		return nil, nil
+	}
+	if len(bytes.TrimSpace(params)) == 0 {
+		return nil, nil
+	}
+	return run(zeroShaper, textLimit(max), true, func(w *walker) ([]byte, error) {
+		err := w.members(params, func(name []byte, dec *jsontext.Decoder, dst []byte) ([]byte, bool, error) {
+			if string(name) != field || field == "message" && dec.PeekKind() != '"' {
+				v, err := w.value(dec, dst, nil, true, false)
+				return v, false, err
+			}
+			v, err := w.shaped(dec, dst, nil, true, true)
+			return v, false, err
+		})
+		return w.finish(params, err)
+	})
+}
+
+// finish returns the result of a members walk: nil when nothing changed.
+func (w *walker) finish(in []byte, err error) ([]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	if !w.changed {
+		return nil, nil
+	}
+	return bytes.Clone(w.assemble(in)), nil
+}
+
+// items reads an array from dec and appends it with every element shaped
+// by fn (which gets the raw element).
+func (w *walker) items(dec *jsontext.Decoder, dst []byte, fn func(dst, item []byte) ([]byte, error)) ([]byte, error) {
+	if _, err := dec.ReadToken(); err != nil {
+		return dst, err
+	}
+	dst = append(dst, '[')
+	first := true
+	for dec.PeekKind() != ']' {
+		v, err := dec.ReadValue()
+		if err != nil {
+			return dst, err
+		}
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		if dst, err = fn(dst, v); err != nil {
+			return dst, err
+		}
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return dst, err
+	}
+	return append(dst, ']'), nil
+}
+
+// objectMembers reads a value from dec and appends it; an object has its
+// secret names dropped and every other member's value shaped by fn.
+func (w *walker) objectMembers(dec *jsontext.Decoder, dst []byte, fn func(name []byte, dec *jsontext.Decoder, dst []byte) ([]byte, error)) ([]byte, error) {
+	if dec.PeekKind() != '{' {
+		return w.value(dec, dst, nil, true, false)
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return dst, err
+	}
+	return w.objectRest(dec, dst, fn)
+}
+
+// objectRest is objectMembers after the '{' was read.
+func (w *walker) objectRest(dec *jsontext.Decoder, dst []byte, fn func(name []byte, dec *jsontext.Decoder, dst []byte) ([]byte, error)) ([]byte, error) {
+	dst = append(dst, '{')
+	first := true
+	for dec.PeekKind() != '}' {
+		raw, err := dec.ReadValue()
+		if err != nil {
+			return dst, err
+		}
+		name := w.unquote(&w.name, raw)
+		var secret bool
+		if secret, w.norm = w.s.secrets.match(name, w.norm); secret {
+			w.changed = true
+			if err := dec.SkipValue(); err != nil {
+				return dst, err
+			}
+			continue
+		}
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = w.appendString(dst, raw)
+		dst = append(dst, ':')
+		if dst, err = fn(name, dec, dst); err != nil {
+			return dst, err
+		}
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return dst, err
+	}
+	return append(dst, '}'), nil
+}
