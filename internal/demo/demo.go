@@ -111,6 +111,9 @@ type Server struct {
 	handler http.Handler
 	now     func() time.Time
 
+	toolsMu sync.Mutex
+	readd   map[string]func(description string) // by tool name; see SetToolDescription
+
 	mu    sync.Mutex
 	data  map[string]*tenantData // by tenant
 	calls map[string]int         // by tool name
@@ -127,6 +130,7 @@ func New(o Options) *Server {
 		logger: logger,
 		verify: o.Assertions,
 		now:    time.Now,
+		readd:  map[string]func(string){},
 	}
 	s.Reset()
 	impl := Implementation

@@ -127,7 +127,7 @@ var tenantProp = str(`Tenant to act in: "acme" or "globex". Defaults to "acme".`
 func (s *Server) registerTools() {
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true}
 
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s, &mcp.Tool{
 		Name:        ToolFindCustomers,
 		Description: "Search customers by name, email, phone or id (case-insensitive substring). An empty query lists every customer.",
 		InputSchema: object(props{
@@ -137,7 +137,7 @@ func (s *Server) registerTools() {
 		Annotations: readOnly,
 	}, s.findCustomers)
 
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s, &mcp.Tool{
 		Name:        ToolGetBooking,
 		Description: "Get one booking with its customer and technician.",
 		InputSchema: object(props{
@@ -147,14 +147,14 @@ func (s *Server) registerTools() {
 		Annotations: readOnly,
 	}, s.getBooking)
 
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s, &mcp.Tool{
 		Name:        ToolListTechnicians,
 		Description: "List the technicians, their skills and whether they are on call.",
 		InputSchema: object(props{"tenant": tenantProp}),
 		Annotations: readOnly,
 	}, s.listTechnicians)
 
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s, &mcp.Tool{
 		Name:        ToolCreateBooking,
 		Description: "Book a technician for a customer. Nobody is notified.",
 		InputSchema: object(props{
@@ -166,7 +166,7 @@ func (s *Server) registerTools() {
 		}, "customer_id", "technician_id", "start"),
 	}, s.createBooking)
 
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s, &mcp.Tool{
 		Name:        ToolUpdateBooking,
 		Description: "Change a booking's start, notes, status or technician. Only the fields given change. Nobody is notified.",
 		InputSchema: object(props{
@@ -179,7 +179,7 @@ func (s *Server) registerTools() {
 		}, "booking_id"),
 	}, s.updateBooking)
 
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s, &mcp.Tool{
 		Name:        ToolSendBookingConfirmation,
 		Description: "Email the customer a confirmation of the booking and mark it confirmed.",
 		InputSchema: object(props{
@@ -188,7 +188,7 @@ func (s *Server) registerTools() {
 		}, "booking_id"),
 	}, s.sendBookingConfirmation)
 
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s, &mcp.Tool{
 		Name:        ToolPageTechnician,
 		Description: "Page a technician's phone now, day or night, with a short message.",
 		InputSchema: object(props{
@@ -198,7 +198,7 @@ func (s *Server) registerTools() {
 		}, "technician_id", "message"),
 	}, s.pageTechnician)
 
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s, &mcp.Tool{
 		Name:        ToolMuteBookingAlerts,
 		Description: "Mute the operations alerts of a booking (late arrival, no-show) for some minutes.",
 		InputSchema: object(props{
@@ -208,7 +208,7 @@ func (s *Server) registerTools() {
 		}, "booking_id", "minutes"),
 	}, s.muteBookingAlerts)
 
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s, &mcp.Tool{
 		Name:        ToolCancelBooking,
 		Description: "Cancel a booking. The slot is released; this cannot be undone.",
 		InputSchema: object(props{
