@@ -41,14 +41,19 @@ const (
 // every request that reaches it.
 type recorder struct {
 	next http.Handler
+	// skip, when set, leaves requests out of seen (mcpgate's own catalog
+	// listings, which are not clients' calls).
+	skip func(*http.Request) bool
 	mu   sync.Mutex
 	seen []http.Header
 }
 
 func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rc.mu.Lock()
-	rc.seen = append(rc.seen, r.Header.Clone())
-	rc.mu.Unlock()
+	if rc.skip == nil || !rc.skip(r) {
+		rc.mu.Lock()
+		rc.seen = append(rc.seen, r.Header.Clone())
+		rc.mu.Unlock()
+	}
 	rc.next.ServeHTTP(w, r)
 }
 
@@ -103,6 +108,10 @@ func startAuthEnv(t *testing.T, minJWKSRefresh string) *authEnv {
 		ResourceBaseURL: authBase,
 		Issuers:         []config.Issuer{{Issuer: p.Issuer, TenantClaim: "tenant", MinJWKSRefresh: minJWKSRefresh}},
 	}
+	// The synthetic upstream is no MCP server the catalog could list, and
+	// these cases check authentication around forwarded answers: catalog
+	// off (its path is tested with its own e2e tests).
+	cfg.Catalog.Disabled = true
 	cfg.ApplyDefaults()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)

@@ -76,6 +76,11 @@ func startDifferential(t *testing.T) *differentialEnv {
 	delete(cfg.Upstreams[0].Tools, "cancel_booking") // undeclared: hidden and refused
 	cfg.Upstreams = append(cfg.Upstreams, config.Upstream{Name: "synthetic", URL: syn.URL + "/mcp", Route: "/synthetic/mcp",
 		Tools: map[string]policy.ToolDeclaration{"lookup": {Effect: policy.EffectRead}}})
+	// These cases compare the relay of forwarded answers (SSE progress
+	// before a filtered list, a large list): tools/list is forwarded only
+	// with the catalog off, and the synthetic upstream is no MCP server
+	// the catalog could list. The catalog path has its own tests.
+	cfg.Catalog.Disabled = true
 	cfg.ApplyDefaults()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)

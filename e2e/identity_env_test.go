@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/mcpgate/mcpgate/internal/catalog"
 	"io"
 	"net"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -167,6 +169,20 @@ func startIdentityEnv(t *testing.T, o idOptions) *idEnv {
 	}
 	upstreamBase := "http://" + ln.Addr().String()
 	e.upstream = upstreamBase + "/mcp"
+	// It answers 503 until then (the gateway's first listing of its tools
+	// fails fast and is retried by RefreshCatalog below).
+	var serving atomic.Pointer[http.Handler]
+	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h := serving.Load(); h != nil {
+			(*h).ServeHTTP(w, r)
+			return
+		}
+		http.Error(w, "starting", http.StatusServiceUnavailable)
+	}))
+	_ = up.Listener.Close()
+	up.Listener = ln
+	up.Start()
+	t.Cleanup(up.Close)
 
 	cfg, err := config.Parse(config.Quickstart, "quickstart.yaml")
 	if err != nil {
@@ -213,14 +229,18 @@ func startIdentityEnv(t *testing.T, o idOptions) *idEnv {
 		t.Fatal(err)
 	}
 	e.demo = demo.New(demo.Options{Assertions: e.verifier})
-	e.rec = &recorder{next: e.demo.Handler()}
+	e.rec = &recorder{next: e.demo.Handler(), skip: func(r *http.Request) bool {
+		id, err := e.verifier.Verify(context.Background(), r.Header.Get(assertion.Header))
+		return err == nil && id.Tenant == catalog.Tenant
+	}}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", e.rec)
-	up := httptest.NewUnstartedServer(mux)
-	_ = up.Listener.Close()
-	up.Listener = ln
-	up.Start()
-	t.Cleanup(up.Close)
+	var h http.Handler = mux
+	serving.Store(&h)
+	// The upstream serves only now: the gateway lists its tools again.
+	if err := e.app.RefreshCatalog(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 
 	srv, _ := startEnvoy(t, e.app.ExtProcAddr, upstreamBase, "demo", 2*time.Second)
 	e.envoy = srv.URL

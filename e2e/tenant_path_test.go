@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/mcpgate/mcpgate/internal/catalog"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -39,9 +40,11 @@ func (u *assertedUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if id, err := u.v.Verify(r.Context(), r.Header.Get(assertion.Header)); err == nil {
 		tenant = id.Tenant
 	}
-	u.mu.Lock()
-	u.seen = append(u.seen, r.URL.Path+" "+tenant)
-	u.mu.Unlock()
+	if tenant != catalog.Tenant { // mcpgate's own listing of the tools is not a client's call
+		u.mu.Lock()
+		u.seen = append(u.seen, r.URL.Path+" "+tenant)
+		u.mu.Unlock()
+	}
 	u.next.ServeHTTP(w, r)
 }
 

@@ -15,8 +15,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcpgate/mcpgate/gateway/args"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/gateway/refusal"
+	"github.com/mcpgate/mcpgate/gateway/shape"
 	"github.com/mcpgate/mcpgate/policy"
 	"github.com/mcpgate/mcpgate/store"
 )
@@ -123,9 +125,23 @@ type Options struct {
 	StripHeaders []string
 	// Audit, when set, receives one record per tools/call that reached a
 	// decision (allowed, refused); it must not block (see store.Auditor).
-	Audit   func(ctx context.Context, r store.AuditRecord)
-	Logger  *slog.Logger
-	Metrics *Metrics
+	Audit func(ctx context.Context, r store.AuditRecord)
+	// Catalog is mcpgate's own listing of the upstreams' tools: tools/list
+	// is answered from it and tools/call arguments are checked against
+	// it. nil: tools/list is forwarded and filtered, no schema checks.
+	Catalog ToolCatalog
+	// ListTTL is the ttlMs of tools/list answers given from the catalog
+	// (never longer than the live-rights staleness bound).
+	ListTTL time.Duration
+	// SecretNames are result member names always dropped from tool
+	// results (any depth), whatever the declarations allow.
+	SecretNames []string
+	// OnToolsChanged is called when an upstream announces
+	// notifications/tools/list_changed in a stream the pipeline relays
+	// (the catalog then lists it again). It must not block.
+	OnToolsChanged func(upstream string)
+	Logger         *slog.Logger
+	Metrics        *Metrics
 }
 
 // Pipeline runs the gates of ARCHITECTURE.md on each message.
@@ -137,6 +153,7 @@ type Pipeline struct {
 	tenantArgs map[string]bool
 	log        *slog.Logger
 	m          *Metrics
+	schemas    schemaCache
 }
 
 type deciderBox struct{ Decider }
@@ -221,8 +238,16 @@ type Exchange struct {
 	start    time.Time
 	listKind string // "tools", "prompts", "resources", "resourceTemplates" for list methods
 	asserted bool   // the forwarded request carries mcpgate's identity assertion
-	input    policy.Input
-	decision *policy.Decision
+	// toolResult: the answer is a tools/call result to shape (shaper)
+	// and/or to annotate with the argument coercions (warnings).
+	toolResult   bool
+	fromCatalog  bool // tools/list answered from the catalog
+	shaper       *shape.Shaper
+	coerced      []byte            // the arguments after coercion (nil: unchanged)
+	warnings     []args.Warning    // coercions applied
+	headerParams map[string]string // Mcp-Param-<Name> → argument, from the schema
+	input        policy.Input
+	decision     *policy.Decision
 }
 
 // Message returns the parsed message, nil if the request carried none.
@@ -281,7 +306,7 @@ func (p *Pipeline) metadata(path string) ([]byte, bool) {
 func (p *Pipeline) HandleRequest(ctx context.Context, r *Request) (*Exchange, Verdict) {
 	x := &Exchange{ctx: ctx, p: p, req: r, start: time.Now(), label: LabelNone}
 	v := p.handle(ctx, x)
-	if v.Local != nil && x.outcome == OutcomeAllow {
+	if v.Local != nil && x.outcome == OutcomeAllow && !x.fromCatalog {
 		x.outcome = OutcomeLocal
 	}
 	if origin := r.Header.Get("origin"); origin != "" && x.outcome != OutcomeInvalid {
@@ -410,6 +435,12 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 		x.outcome = OutcomeAllow
 		return p.forwardVerdict(x, body, changed)
 	}
+	if p.opts.Catalog != nil && (msg.Method == "tools/call" || msg.Method == "tools/list") {
+		if _, loaded := p.opts.Catalog.Tools(r.Upstream); !loaded {
+			x.outcome = OutcomeError
+			return Verdict{Local: catalogUnavailable(msg)}
+		}
+	}
 	d := p.decide(ctx, x, policy.PhaseRequest, nil)
 	x.decision = d
 	p.audit(ctx, x, d)
@@ -431,6 +462,41 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 		}
 	}
 	x.outcome = OutcomeAllow
+	switch {
+	case msg.Method == "tools/list" && p.opts.Catalog != nil:
+		// An allowed request the gateway answers for the upstream, from
+		// its catalog: counted as allowed.
+		x.fromCatalog = true
+		return Verdict{Local: p.listAnswer(ctx, x)}
+	case msg.Method == "tools/call":
+		var extra mcp.Header
+		if p.opts.Catalog != nil {
+			herr, set := x.checkParamHeaders()
+			if herr != nil {
+				x.outcome = OutcomeInvalid
+				return Verdict{Local: local(herr.Status, mcp.ErrorResponse(msg.ID, herr))}
+			}
+			extra = set
+			if x.coerced != nil {
+				nb, err := replaceArguments(body, x.coerced)
+				if err != nil {
+					x.outcome = OutcomeError
+					p.log.LogAttrs(ctx, slog.LevelError, "coerced arguments cannot be put back into the request", slog.Any("error", err))
+					return Verdict{Local: local(500, mcp.ErrorResponse(msg.ID, &mcp.Error{Code: mcp.CodeInternalError, Message: "The gateway could not rewrite the arguments."}))}
+				}
+				body, changed = nb, true
+			}
+		}
+		x.shaper = p.shaper(r.Upstream, msg.Name)
+		x.toolResult = x.shaper != nil || len(x.warnings) > 0
+		v := p.forwardVerdict(x, body, changed)
+		for k, vals := range extra {
+			if v.SetHeader != nil {
+				v.SetHeader[k] = vals
+			}
+		}
+		return v
+	}
 	x.listKind = listKinds[msg.Method]
 	return p.forwardVerdict(x, body, changed)
 }
@@ -597,6 +663,7 @@ func (p *Pipeline) decide(ctx context.Context, x *Exchange, phase string, items 
 		if msg.Method == "tools/call" {
 			in.Tool = p.tool(r.Upstream, msg.Name)
 			in.Message.TenantArguments = tenantArguments(msg.Arguments, p.tenantArgs)
+			p.catalogTool(x)
 		}
 	}
 	start := time.Now()

@@ -64,7 +64,7 @@ func (x *Exchange) ResponseHeaders(status int, h mcp.Header) (ResponseMode, erro
 	if err := x.refusedAssertion(status); err != nil {
 		return PassThrough, err
 	}
-	if x.listKind == "" {
+	if x.listKind == "" && !x.toolResult {
 		return PassThrough, nil
 	}
 	// Whatever the status, a body a client would decode as JSON-RPC is
@@ -107,6 +107,9 @@ func (x *Exchange) shape(ctx context.Context, body []byte) ([]byte, error) {
 	if perr != nil {
 		return nil, errors.Join(ErrUpstreamResponse, perr)
 	}
+	if msg.Kind == mcp.KindNotification && msg.Method == "notifications/tools/list_changed" && x.p.opts.OnToolsChanged != nil {
+		x.p.opts.OnToolsChanged(x.req.Upstream)
+	}
 	if msg.Kind != mcp.KindResponse || msg.Result == nil {
 		// A server request or notification inside the stream, or a
 		// JSON-RPC error: nothing to shape; relayed as is.
@@ -116,11 +119,44 @@ func (x *Exchange) shape(ctx context.Context, body []byte) ([]byte, error) {
 	// request, whatever its id: upstreams rewrite ids (1.0 → 1, big
 	// integers rounded), and a byte comparison would let a list through
 	// unfiltered. The id is relayed as the upstream wrote it.
+	if x.toolResult {
+		result, err := x.shapeToolResult(msg.Result)
+		if err != nil || result == nil {
+			return nil, err
+		}
+		return mcp.ResultResponse(msg.ID, result), nil
+	}
 	result, err := x.filterList(ctx, msg.Result)
 	if err != nil || result == nil {
 		return nil, err
 	}
 	return mcp.ResultResponse(msg.ID, result), nil
+}
+
+// shapeToolResult applies the tool's result shaping (untrusted text,
+// field allowlist, secrets, size) and reports the argument coercions in
+// _meta. It returns nil when nothing changes.
+func (x *Exchange) shapeToolResult(result jsontext.Value) ([]byte, error) {
+	var out []byte
+	if x.shaper != nil {
+		shaped, err := x.shaper.ToolResult(result)
+		if err != nil {
+			return nil, errors.Join(ErrUpstreamResponse, err)
+		}
+		out = shaped
+	}
+	if len(x.warnings) > 0 {
+		in := out
+		if in == nil {
+			in = result
+		}
+		withWarnings, err := warningsMeta(in, x.warnings)
+		if err != nil {
+			return nil, errors.Join(ErrUpstreamResponse, err)
+		}
+		out = withWarnings
+	}
+	return out, nil
 }
 
 // listEntry is the part of a list item the policy needs.

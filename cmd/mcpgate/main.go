@@ -55,6 +55,10 @@ Usage:
   mcpgate tokens revoke ID                    gateway-issued MCP tokens, through the admin API
                                               (--admin URL, --token T, --json; or $MCPGATE_ADMIN_URL,
                                               $MCPGATE_ADMIN_TOKEN; "mcpgate tokens help" for more)
+  mcpgate manifest pin --config FILE [--out FILE] [--upstream NAME]...
+                                              list the upstreams' tools, show what changed, pin them
+  mcpgate manifest lint [--json] (FILE | --url URL)   check tool definitions against the design rules
+                                              ("mcpgate manifest help" for more)
   mcpgate version                             print the version
 `
 
@@ -76,6 +80,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cmdTokens(ctx, args[1:], stdout, stderr)
 	case "keys":
 		return cmdKeys(ctx, args[1:], stdout, stderr)
+	case "manifest":
+		return cmdManifest(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "mcpgate", version())
 		return nil

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"github.com/mcpgate/mcpgate/internal/catalog"
 	"io"
 	"log/slog"
 	"net/http"
@@ -33,7 +34,9 @@ type env struct {
 // counting counts every request that reaches the upstream.
 func counting(h http.Handler, n *atomic.Int64) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n.Add(1)
+		if r.UserAgent() != catalog.UserAgent { // not mcpgate's own listing of the tools
+			n.Add(1)
+		}
 		h.ServeHTTP(w, r)
 	})
 }
@@ -58,6 +61,12 @@ func startWith(t *testing.T, upstream http.Handler, d *demo.Server, edit func(*c
 	cfg.Upstreams[0].URL = us.URL + "/mcp"
 	cfg.Listeners.Proxy.Address = "127.0.0.1:0"
 	cfg.Listeners.Admin.Address = "127.0.0.1:0"
+	if d == nil {
+		// A hand-written upstream (answers no real MCP server gives on
+		// demand) is no server the catalog could list: these tests check
+		// the relay of forwarded answers, catalog off.
+		cfg.Catalog.Disabled = true
+	}
 	if edit != nil {
 		edit(cfg)
 	}

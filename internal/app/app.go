@@ -42,7 +42,9 @@ type App struct {
 	Tokens *tokens.Service
 
 	log     *slog.Logger
+	cfg     *config.Config
 	id      *identity
+	catalog *toolCatalog // nil when catalog.disabled
 	servers []*http.Server
 	grpc    *grpcServer
 	ready   atomic.Bool
@@ -57,7 +59,7 @@ const maxResponseBytes = 64 << 20
 // the configuration enables. The returned App serves until ctx ends or
 // Shutdown is called.
 func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, error) {
-	a := &App{log: log, Registry: prometheus.NewRegistry(), errc: make(chan error, 4)}
+	a := &App{log: log, cfg: cfg, Registry: prometheus.NewRegistry(), errc: make(chan error, 4)}
 	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := gateway.NewMetrics(a.Registry)
 
@@ -110,7 +112,22 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 	if cfg.Auth != nil && id.store != nil {
 		sessions = id.store
 	}
+	var cat gateway.ToolCatalog
+	var onToolsChanged func(string)
+	if !cfg.Catalog.Disabled {
+		tc, err := newToolCatalog(cfg, id, log, a.Registry)
+		if err != nil {
+			id.close()
+			return nil, err
+		}
+		a.catalog = tc
+		cat, onToolsChanged = tc, tc.refreshSoon(log)
+
+	}
 	a.Pipeline = gateway.New(eng, gateway.Options{
+		Catalog:          cat,
+		ListTTL:          cfg.Rights.MaxStalenessDuration(),
+		OnToolsChanged:   onToolsChanged,
 		Declarations:     decls,
 		MaxBodyBytes:     cfg.Limits.MaxBodyBytes,
 		MaxJSONDepth:     cfg.Limits.MaxJSONDepth,
@@ -200,6 +217,12 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 		}
 		a.AdminAddr = addr
 	}
+	if a.catalog != nil {
+		// After the listeners: an upstream may verify mcpgate's
+		// assertions with the JWKS on the admin listener.
+		a.catalog.firstListing(ctx, cfg, log)
+		go a.catalog.c.Run(ctx)
+	}
 	a.ready.Store(true)
 	return a, nil
 }
@@ -266,7 +289,21 @@ func (a *App) adminHandler() http.Handler {
 // (SIGHUP). Each part logs and counts its outcome; a part that fails keeps
 // its previous state, and the errors are returned joined.
 func (a *App) Reload(ctx context.Context) error {
-	return errors.Join(a.Engine.Reload(ctx), a.id.reloadKeys(ctx, a.log))
+	return errors.Join(a.Engine.Reload(ctx), a.id.reloadKeys(ctx, a.log), a.catalog.reload(ctx, a.cfg, a.log))
+}
+
+// RefreshCatalog lists every upstream's tools again now and waits for it
+// (nil when the catalog is off). Tests use it when an upstream starts after
+// the gateway.
+func (a *App) RefreshCatalog(ctx context.Context) error {
+	if a.catalog == nil {
+		return nil
+	}
+	var errs []error
+	for _, u := range a.cfg.Upstreams {
+		errs = append(errs, a.catalog.c.Refresh(ctx, u.Name))
+	}
+	return errors.Join(errs...)
 }
 
 // Err reports a listener that stopped unexpectedly.

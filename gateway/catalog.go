@@ -1,0 +1,556 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/mcpgate/mcpgate/gateway/args"
+	"github.com/mcpgate/mcpgate/gateway/mcp"
+	"github.com/mcpgate/mcpgate/gateway/shape"
+	"github.com/mcpgate/mcpgate/policy"
+)
+
+// ToolCatalog is mcpgate's own listing of each upstream's tools (issue
+// "tool contracts"): internal/app implements it with internal/catalog and
+// the pinned manifest. The pipeline reads it on every tools/list and
+// tools/call; implementations must be cheap and safe for concurrent use.
+type ToolCatalog interface {
+	// Tools returns the upstream's tools in the catalog's fixed order, and
+	// false while the upstream has not been listed yet.
+	Tools(upstream string) ([]CatalogTool, bool)
+	// Tool returns one tool; listed is false when the upstream does not
+	// list it, loaded false while the upstream has not been listed yet.
+	Tool(upstream, name string) (t CatalogTool, listed, loaded bool)
+}
+
+// CatalogTool is a tool as the catalog holds it.
+type CatalogTool struct {
+	Name, Title, Description  string
+	InputSchema, OutputSchema jsontext.Value
+	// Hash identifies the definition (the catalog's canonical hash); the
+	// compiled input schema is cached under it.
+	Hash string
+	// State is policy.CatalogApproved, CatalogChanged or CatalogUnpinned.
+	State string
+}
+
+// WarningsMetaKey is the _meta member of a tools/call result in which
+// mcpgate reports the coercions it applied to the call's arguments.
+const WarningsMetaKey = "io.mcpgate/warnings"
+
+// schemaCache holds compiled input schemas by definition hash, and
+// compiled shapers by upstream and tool. Both are bounded by the catalog's
+// size: a changed definition gets a new hash, an old one stays until the
+// cache is reset (cheap; schemas are small).
+type schemaCache struct {
+	mu      sync.Mutex
+	schemas map[string]schemaEntry
+	shapers sync.Map // upstream + "\x00" + tool → *shape.Shaper (nil: nothing to shape)
+	listed  sync.Map // definition hash → jsontext.Value, the inputSchema tools/list shows
+}
+
+type schemaEntry struct {
+	s   *args.Schema
+	err error
+}
+
+// maxSchemas bounds the compiled-schema cache; above it the cache starts
+// over (a catalog this large is an attack or a misconfiguration).
+const maxSchemas = 4096
+
+// schema returns the compiled input schema of t: the schema tools/list
+// shows (without tenant-like parameters, see listedSchema), so a call is
+// checked against exactly what the model was offered.
+func (p *Pipeline) schema(t *CatalogTool) (*args.Schema, error) {
+	c := &p.schemas
+	c.mu.Lock()
+	e, ok := c.schemas[t.Hash]
+	c.mu.Unlock()
+	if ok {
+		return e.s, e.err
+	}
+	s, err := args.Compile(p.listedSchema(t))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.schemas == nil || len(c.schemas) >= maxSchemas {
+		c.schemas = map[string]schemaEntry{}
+	}
+	c.schemas[t.Hash] = schemaEntry{s, err}
+	return s, err
+}
+
+// shaper returns the compiled result shaping of a declared tool, nil when
+// its declaration asks for none.
+func (p *Pipeline) shaper(upstream, tool string) *shape.Shaper {
+	key := upstream + "\x00" + tool
+	if v, ok := p.schemas.shapers.Load(key); ok {
+		return v.(*shape.Shaper)
+	}
+	d, ok := p.opts.Declarations[upstream][tool]
+	var s *shape.Shaper
+	if ok && (len(d.ResultFields) > 0 || len(d.UntrustedText) > 0 || len(p.opts.SecretNames) > 0) {
+		var err error
+		s, err = shape.Compile(shape.Rules{ResultFields: d.ResultFields, UntrustedText: d.UntrustedText, SecretNames: p.opts.SecretNames})
+		if err != nil {
+			// Declarations are validated at load; fail closed all the same:
+			// a shaper that keeps nothing.
+			p.log.Error("result shaping of a declared tool cannot be compiled; its results are withheld", "upstream", upstream, "tool", tool, "error", err)
+			s = nil
+			p.schemas.shapers.Store(key, (*shape.Shaper)(nil))
+			return nil
+		}
+	}
+	p.schemas.shapers.Store(key, s)
+	return s
+}
+
+// catalogTool fills the policy's view of a called tool from the catalog
+// and checks the call's arguments against the listed inputSchema. It
+// returns false while the upstream's catalog is not loaded (the request is
+// then refused with 503: nothing is forwarded unchecked).
+func (p *Pipeline) catalogTool(x *Exchange) bool {
+	c := p.opts.Catalog
+	if c == nil {
+		return true
+	}
+	msg := x.msg
+	t, listed, loaded := c.Tool(x.req.Upstream, msg.Name)
+	if !loaded {
+		return false
+	}
+	in := &x.input
+	in.Tool.Catalog = &policy.ToolCatalog{Listed: listed}
+	if !listed {
+		return true
+	}
+	in.Tool.Catalog.State = t.State
+	s, err := p.schema(&t)
+	if err != nil {
+		in.Message.ArgumentProblems = []policy.ArgumentProblem{{Code: "invalid",
+			Message: "The server's input schema of this tool cannot be used by the gateway (" + err.Error() + "), so its arguments cannot be checked."}}
+		return true
+	}
+	arguments := msg.Arguments
+	if len(arguments) == 0 {
+		arguments = jsontext.Value("{}")
+	}
+	res := s.Check(arguments, args.Options{Write: in.Tool.Effect != policy.EffectRead})
+	for _, pr := range res.Problems {
+		if pr.Code == "unknown_argument" && p.tenantArgs[foldName(pr.Argument)] {
+			continue // refused as a tenant argument, with its own reason
+		}
+		in.Message.ArgumentProblems = append(in.Message.ArgumentProblems, policy.ArgumentProblem{
+			Argument: pr.Argument, Code: pr.Code, Message: pr.Message, Allowed: pr.Allowed, Expected: pr.Expected})
+	}
+	x.coerced, x.warnings, x.headerParams = res.Arguments, res.Warnings, s.HeaderParams()
+	return true
+}
+
+// catalogUnavailable is the answer while an upstream's catalog is not
+// loaded yet.
+func catalogUnavailable(msg *mcp.Message) *Local {
+	return unavailable(msg, "The tools of this server have not been listed by the gateway yet.")
+}
+
+// replaceArguments returns body with params.arguments replaced by newArgs,
+// every other member of the message kept in its order.
+func replaceArguments(body []byte, newArgs []byte) ([]byte, error) {
+	params, ok, err := member(body, "params")
+	if err != nil || !ok {
+		return nil, errors.Join(errors.New("params not found"), err)
+	}
+	params, err = withMember(params, "arguments", newArgs)
+	if err != nil {
+		return nil, err
+	}
+	return withMember(body, "params", params)
+}
+
+// member returns the value of an object's member key.
+func member(obj []byte, key string) (jsontext.Value, bool, error) {
+	dec := jsontext.NewDecoder(bytes.NewReader(obj))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return nil, false, errors.New("not a JSON object")
+	}
+	for dec.PeekKind() == '"' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return nil, false, err
+		}
+		name := tok.String()
+		v, err := dec.ReadValue()
+		if err != nil {
+			return nil, false, err
+		}
+		if name == key {
+			return v, true, nil
+		}
+	}
+	return nil, false, nil
+}
+
+// withMember returns obj with member key set to value: replaced where it
+// is, appended when absent; every other member kept in its order.
+func withMember(obj []byte, key string, value []byte) ([]byte, error) {
+	dec := jsontext.NewDecoder(bytes.NewReader(obj))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return nil, errors.New("not a JSON object")
+	}
+	var out bytes.Buffer
+	enc := jsontext.NewEncoder(&out)
+	_ = enc.WriteToken(jsontext.BeginObject)
+	done := false
+	for dec.PeekKind() == '"' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return nil, err
+		}
+		name := tok.String()
+		v, err := dec.ReadValue()
+		if err != nil {
+			return nil, err
+		}
+		if name == key {
+			v, done = value, true
+		}
+		if err := enc.WriteToken(jsontext.String(name)); err != nil {
+			return nil, err
+		}
+		if err := enc.WriteValue(v); err != nil {
+			return nil, err
+		}
+	}
+	if !done {
+		_ = enc.WriteToken(jsontext.String(key))
+		if err := enc.WriteValue(value); err != nil {
+			return nil, err
+		}
+	}
+	if err := enc.WriteToken(jsontext.EndObject); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(out.Bytes(), []byte("\n")), nil
+}
+
+// paramHeaderPrefix starts the Mcp-Param-<Name> header fields of
+// revision 2026-07-28 (lower case).
+const paramHeaderPrefix = "mcp-param-"
+
+// checkParamHeaders checks every Mcp-Param-<Name> field against the
+// argument the tool's schema marks with x-mcp-header <Name>: an unknown
+// name, or a value other than the argument's, is a header mismatch
+// (-32020). It returns the fields to set when the arguments were coerced
+// (re-derived from the new values).
+func (x *Exchange) checkParamHeaders() (*mcp.Error, mcp.Header) {
+	var set mcp.Header
+	for k, vals := range x.req.Header {
+		suffix, ok := strings.CutPrefix(k, paramHeaderPrefix)
+		if !ok {
+			continue
+		}
+		arg := ""
+		for name, a := range x.headerParams {
+			if strings.EqualFold(name, suffix) {
+				arg = a
+			}
+		}
+		if arg == "" {
+			return &mcp.Error{Status: 400, Code: mcp.CodeHeaderMismatch, Message: "Header Mcp-Param-" + suffix + " names no argument of tool " + quote(x.msg.Name)}, nil
+		}
+		want, _ := argumentText(x.msg.Arguments, arg)
+		got := ""
+		if len(vals) == 1 {
+			got, _ = mcp.DecodeHeaderValue(vals[0])
+		}
+		if len(vals) != 1 || got != want {
+			return &mcp.Error{Status: 400, Code: mcp.CodeHeaderMismatch, Message: "Header Mcp-Param-" + suffix + " does not match argument " + quote(arg)}, nil
+		}
+		if x.coerced != nil {
+			if v, ok := argumentText(x.coerced, arg); ok && v != want {
+				if set == nil {
+					set = mcp.Header{}
+				}
+				set.Set(k, mcp.EncodeHeaderValue(v))
+			}
+		}
+	}
+	return nil, set
+}
+
+// argumentText is the header form of a top-level argument: a string as
+// is, any other value as its JSON text.
+func argumentText(arguments []byte, name string) (string, bool) {
+	dec := jsontext.NewDecoder(bytes.NewReader(arguments))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return "", false
+	}
+	for dec.PeekKind() == '"' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return "", false
+		}
+		k := tok.String()
+		v, err := dec.ReadValue()
+		if err != nil {
+			return "", false
+		}
+		if k != name {
+			continue
+		}
+		if v.Kind() == '"' {
+			var s string
+			if err := json.Unmarshal(v, &s); err != nil {
+				return "", false
+			}
+			return s, true
+		}
+		return string(v), true
+	}
+	return "", false
+}
+
+// listAnswer answers tools/list from the catalog: the tools the policy
+// shows the caller, in the catalog's order, on one page, each with a title
+// and annotations derived from its declared effect class (not the
+// upstream's own hints), marked cacheScope "private" under 2026-07-28.
+func (p *Pipeline) listAnswer(ctx context.Context, x *Exchange) *Local {
+	tools, loaded := p.opts.Catalog.Tools(x.req.Upstream)
+	if !loaded {
+		return catalogUnavailable(x.msg)
+	}
+	if _, has, _ := member(x.msg.Params, "cursor"); has {
+		return local(200, mcp.ErrorResponse(x.msg.ID, &mcp.Error{Code: mcp.CodeInvalidParams,
+			Message: "Invalid cursor: this server lists every tool on one page; call tools/list without a cursor."}))
+	}
+	items := make([]policy.Item, len(tools))
+	for i := range tools {
+		t := p.tool(x.req.Upstream, tools[i].Name)
+		t.Catalog = &policy.ToolCatalog{Listed: true, State: tools[i].State}
+		items[i] = policy.Item{Name: tools[i].Name, Tool: t}
+	}
+	d := p.decide(ctx, x, policy.PhaseList, items)
+	visible := make(map[string]bool, len(d.Visible))
+	if d.Allow {
+		for _, n := range d.Visible {
+			visible[n] = true
+		}
+	}
+	var out bytes.Buffer
+	enc := jsontext.NewEncoder(&out)
+	_ = enc.WriteToken(jsontext.BeginObject)
+	_ = enc.WriteToken(jsontext.String("tools"))
+	_ = enc.WriteToken(jsontext.BeginArray)
+	for i := range tools {
+		if !visible[tools[i].Name] {
+			continue
+		}
+		if err := p.writeListedTool(enc, &tools[i], items[i].Tool); err != nil {
+			p.log.LogAttrs(ctx, slog.LevelError, "a catalog tool cannot be listed", slog.String("tool", tools[i].Name), slog.Any("error", err))
+			continue
+		}
+	}
+	_ = enc.WriteToken(jsontext.EndArray)
+	if x.version >= mcp.Version20260728 {
+		_ = enc.WriteToken(jsontext.String("cacheScope"))
+		_ = enc.WriteToken(jsontext.String("private"))
+		_ = enc.WriteToken(jsontext.String("ttlMs"))
+		_ = enc.WriteToken(jsontext.Int(p.opts.ListTTL.Milliseconds()))
+	}
+	_ = enc.WriteToken(jsontext.EndObject)
+	return local(200, mcp.ResultResponse(x.msg.ID, bytes.TrimSuffix(out.Bytes(), []byte("\n"))))
+}
+
+// writeListedTool writes one tools/list entry.
+func (p *Pipeline) writeListedTool(enc *jsontext.Encoder, t *CatalogTool, pt *policy.Tool) error {
+	str := func(k, v string) {
+		_ = enc.WriteToken(jsontext.String(k))
+		_ = enc.WriteToken(jsontext.String(v))
+	}
+	_ = enc.WriteToken(jsontext.BeginObject)
+	str("name", t.Name)
+	title := t.Title
+	if title == "" {
+		title = titleFromName(t.Name)
+	}
+	str("title", title)
+	if t.Description != "" {
+		str("description", t.Description)
+	}
+	_ = enc.WriteToken(jsontext.String("inputSchema"))
+	schema := p.listedSchema(t)
+	if err := enc.WriteValue(schema); err != nil {
+		return err
+	}
+	if len(t.OutputSchema) > 0 {
+		_ = enc.WriteToken(jsontext.String("outputSchema"))
+		if err := enc.WriteValue(t.OutputSchema); err != nil {
+			return err
+		}
+	}
+	_ = enc.WriteToken(jsontext.String("annotations"))
+	_ = enc.WriteToken(jsontext.BeginObject)
+	str("title", title)
+	for _, h := range EffectHints(pt.Effect) {
+		_ = enc.WriteToken(jsontext.String(h.Name))
+		_ = enc.WriteToken(jsontext.Bool(h.Value))
+	}
+	_ = enc.WriteToken(jsontext.EndObject)
+	return enc.WriteToken(jsontext.EndObject)
+}
+
+// listedSchema is a tool's inputSchema as tools/list shows it: the
+// upstream's, without tenant-like top-level properties (the tenant comes
+// from the credential; offering the parameter would only invite refused
+// calls). Cached per definition hash.
+func (p *Pipeline) listedSchema(t *CatalogTool) jsontext.Value {
+	if len(t.InputSchema) == 0 {
+		return jsontext.Value(`{"type":"object"}`)
+	}
+	if v, ok := p.schemas.listed.Load(t.Hash); ok {
+		return v.(jsontext.Value)
+	}
+	out := jsontext.Value(t.InputSchema)
+	if stripped, err := p.stripTenantProperties(t.InputSchema); err == nil && stripped != nil {
+		out = stripped
+	}
+	p.schemas.listed.Store(t.Hash, out)
+	return out
+}
+
+// stripTenantProperties removes tenant-like names from the schema's
+// top-level "properties" and "required"; nil when there are none.
+func (p *Pipeline) stripTenantProperties(schema []byte) (jsontext.Value, error) {
+	props, ok, err := member(schema, "properties")
+	if err != nil || !ok || props.Kind() != '{' {
+		return nil, err
+	}
+	var kept bytes.Buffer
+	enc := jsontext.NewEncoder(&kept)
+	_ = enc.WriteToken(jsontext.BeginObject)
+	dec := jsontext.NewDecoder(bytes.NewReader(props))
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, err
+	}
+	dropped := map[string]bool{}
+	for dec.PeekKind() == '"' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return nil, err
+		}
+		name := tok.String()
+		v, err := dec.ReadValue()
+		if err != nil {
+			return nil, err
+		}
+		if p.tenantArgs[foldName(name)] {
+			dropped[name] = true
+			continue
+		}
+		_ = enc.WriteToken(jsontext.String(name))
+		if err := enc.WriteValue(v); err != nil {
+			return nil, err
+		}
+	}
+	_ = enc.WriteToken(jsontext.EndObject)
+	if len(dropped) == 0 {
+		return nil, nil
+	}
+	out, err := withMember(schema, "properties", bytes.TrimSuffix(kept.Bytes(), []byte("\n")))
+	if err != nil {
+		return nil, err
+	}
+	if req, ok, _ := member(out, "required"); ok && req.Kind() == '[' {
+		var names []string
+		if err := json.Unmarshal(req, &names); err == nil {
+			names = slices.DeleteFunc(names, func(n string) bool { return dropped[n] })
+			nb, err := json.Marshal(names)
+			if err != nil {
+				return nil, err
+			}
+			if out, err = withMember(out, "required", nb); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// Hint is one MCP tool annotation hint.
+type Hint struct {
+	Name  string
+	Value bool
+}
+
+// EffectHints derives a tool's annotation hints from its declared effect
+// class, in one place (the upstream's own hints are never passed on):
+// readOnlyHint only for read; destructiveHint for delete and for the
+// classes that reach outside (notify, wake, alerting) — what a person
+// would want to confirm; idempotentHint false for every write (replay
+// protection is not on yet, so a repeat is not known to be harmless);
+// openWorldHint for the classes that reach people or alerting.
+func EffectHints(effect string) []Hint {
+	switch effect {
+	case policy.EffectRead:
+		return []Hint{{"readOnlyHint", true}, {"destructiveHint", false}, {"idempotentHint", true}, {"openWorldHint", false}}
+	case policy.EffectSilentWrite:
+		return []Hint{{"readOnlyHint", false}, {"destructiveHint", false}, {"idempotentHint", false}, {"openWorldHint", false}}
+	case policy.EffectDelete:
+		return []Hint{{"readOnlyHint", false}, {"destructiveHint", true}, {"idempotentHint", false}, {"openWorldHint", false}}
+	}
+	// notify, wake, alerting
+	return []Hint{{"readOnlyHint", false}, {"destructiveHint", true}, {"idempotentHint", false}, {"openWorldHint", true}}
+}
+
+// titleFromName makes a title of a snake_case name: "find_customers" →
+// "Find customers".
+func titleFromName(name string) string {
+	s := strings.ReplaceAll(name, "_", " ")
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// warningsMeta adds the argument coercion warnings to a tools/call result
+// (its _meta member, WarningsMetaKey), so the model learns what the gateway
+// changed.
+func warningsMeta(result []byte, warnings []args.Warning) ([]byte, error) {
+	var w bytes.Buffer
+	enc := jsontext.NewEncoder(&w)
+	_ = enc.WriteToken(jsontext.BeginArray)
+	for _, wa := range warnings {
+		_ = enc.WriteToken(jsontext.BeginObject)
+		for _, kv := range [][2]string{{"argument", wa.Argument}, {"code", wa.Code}, {"message", wa.Message}} {
+			_ = enc.WriteToken(jsontext.String(kv[0]))
+			_ = enc.WriteToken(jsontext.String(kv[1]))
+		}
+		_ = enc.WriteToken(jsontext.EndObject)
+	}
+	_ = enc.WriteToken(jsontext.EndArray)
+	return setMeta(result, WarningsMetaKey, bytes.TrimSuffix(w.Bytes(), []byte("\n")))
+}
+
+// setMeta sets _meta[key] = value in a result object, keeping every other
+// member and their order.
+func setMeta(result []byte, key string, value []byte) ([]byte, error) {
+	meta, ok, err := member(result, "_meta")
+	if err != nil {
+		return nil, err
+	}
+	if !ok || meta.Kind() != '{' {
+		meta = jsontext.Value("{}")
+	}
+	meta, err = withMember(meta, key, value)
+	if err != nil {
+		return nil, err
+	}
+	return withMember(result, "_meta", meta)
+}

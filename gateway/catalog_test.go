@@ -1,0 +1,244 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp"
+	"github.com/mcpgate/mcpgate/policy"
+)
+
+// staticCatalog is a fixed catalog (gateway.ToolCatalog). The real one,
+// internal/catalog listing a real upstream, is tested there and end to
+// end; here the pipeline's use of it is.
+type staticCatalog struct {
+	loaded bool
+	tools  []gateway.CatalogTool
+}
+
+func (c *staticCatalog) Tools(string) ([]gateway.CatalogTool, bool) { return c.tools, c.loaded }
+
+func (c *staticCatalog) Tool(_, name string) (gateway.CatalogTool, bool, bool) {
+	for _, t := range c.tools {
+		if t.Name == name {
+			return t, true, c.loaded
+		}
+	}
+	return gateway.CatalogTool{}, false, c.loaded
+}
+
+var catalogDecls = map[string]map[string]policy.ToolDeclaration{"demo": {
+	"get_booking":    {Effect: policy.EffectRead, Rights: []string{"bookings:read"}},
+	"create_booking": {Effect: policy.EffectSilentWrite, Rights: []string{"bookings:write"}},
+	"cancel_booking": {Effect: policy.EffectDelete, Rights: []string{"bookings:delete"}},
+	"page":           {Effect: policy.EffectWake},
+}}
+
+func newCatalog() *staticCatalog {
+	return &staticCatalog{loaded: true, tools: []gateway.CatalogTool{
+		{Name: "get_booking", Title: "Get a booking", Description: "Reads one booking.", Hash: "h1", State: policy.CatalogApproved,
+			InputSchema: jsontext.Value(`{"type":"object","properties":{"booking_id":{"type":"string","x-mcp-header":"Booking"},"tenant":{"type":"string"},"verbose":{"type":"boolean"},"limit":{"type":"integer"}},"required":["booking_id","tenant"]}`)},
+		{Name: "create_booking", Hash: "h2", State: policy.CatalogApproved,
+			InputSchema: jsontext.Value(`{"type":"object","properties":{"customer_id":{"type":"string"},"slots":{"type":"integer"}}}`)},
+		{Name: "cancel_booking", Hash: "h3", State: policy.CatalogChanged, InputSchema: jsontext.Value(`{"type":"object"}`)},
+		{Name: "page", Hash: "h4", State: policy.CatalogUnpinned, InputSchema: jsontext.Value(`{"type":"object"}`)},
+		{Name: "remote", Hash: "h5", State: policy.CatalogApproved, InputSchema: jsontext.Value(`{"type":"object","properties":{"a":{"$ref":"https://example.com/s.json"}}}`)},
+	}}
+}
+
+func newCatalogPipeline(t *testing.T, c gateway.ToolCatalog) *gateway.Pipeline {
+	t.Helper()
+	decls := map[string]map[string]policy.ToolDeclaration{"demo": {}}
+	for k, v := range catalogDecls["demo"] {
+		decls["demo"][k] = v
+	}
+	decls["demo"]["remote"] = policy.ToolDeclaration{Effect: policy.EffectRead}
+	eng, err := policy.New(context.Background(), policy.Options{Declarations: decls})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gateway.New(eng, gateway.Options{Declarations: decls, MaxBodyBytes: 1 << 16, MaxJSONDepth: 16, MaxSSEEventBytes: 1 << 20,
+		Authenticator: &fakeAuth{}, Catalog: c, ListTTL: 1500 * time.Millisecond})
+}
+
+func listReq(token, version string, params string) *gateway.Request {
+	if version == "2026-07-28" {
+		return authReq("POST", token, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+params+meta2026+`}}`,
+			"mcp-protocol-version", version, "mcp-method", "tools/list")
+	}
+	return authReq("POST", token, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+strings.TrimSuffix(params, ",")+`}}`, "mcp-protocol-version", version)
+}
+
+func TestToolsListFromCatalog(t *testing.T) {
+	ctx := context.Background()
+	p := newCatalogPipeline(t, newCatalog())
+	_, v := p.HandleRequest(ctx, listReq("good-bookings:read,bookings:write,bookings:delete", "2026-07-28", ""))
+	if v.Local == nil || v.Local.Status != 200 {
+		t.Fatalf("tools/list not answered locally: %+v", v)
+	}
+	var r struct {
+		Result struct {
+			Tools []struct {
+				Name, Title string
+				InputSchema struct {
+					Properties map[string]any
+					Required   []string
+				}
+				Annotations map[string]any
+			}
+			CacheScope string
+			TTLMs      *int64
+			NextCursor *string
+		}
+	}
+	if err := json.Unmarshal(v.Local.Body, &r); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range r.Result.Tools {
+		names = append(names, tl.Name)
+	}
+	// Changed (cancel_booking) and unpinned (page) tools are hidden; order
+	// is the catalog's; one page.
+	if strings.Join(names, ",") != "get_booking,create_booking,remote" || r.Result.NextCursor != nil {
+		t.Fatalf("tools %v, cursor %v", names, r.Result.NextCursor)
+	}
+	get, create := r.Result.Tools[0], r.Result.Tools[1]
+	if get.Title != "Get a booking" || create.Title != "Create booking" {
+		t.Errorf("titles %q %q", get.Title, create.Title)
+	}
+	if _, ok := get.InputSchema.Properties["tenant"]; ok || strings.Join(get.InputSchema.Required, ",") != "booking_id" {
+		t.Errorf("tenant parameter offered: %+v", get.InputSchema)
+	}
+	if get.Annotations["readOnlyHint"] != true || get.Annotations["destructiveHint"] != false ||
+		create.Annotations["readOnlyHint"] != false || create.Annotations["idempotentHint"] != false {
+		t.Errorf("annotations %v / %v", get.Annotations, create.Annotations)
+	}
+	if r.Result.CacheScope != "private" || r.Result.TTLMs == nil || *r.Result.TTLMs != 1500 {
+		t.Errorf("cacheScope %q ttlMs %v", r.Result.CacheScope, r.Result.TTLMs)
+	}
+
+	t.Run("rights filter the list", func(t *testing.T) {
+		_, v := p.HandleRequest(ctx, listReq("good-bookings:read", "2026-07-28", ""))
+		if v.Local == nil || strings.Contains(string(v.Local.Body), "create_booking") || !strings.Contains(string(v.Local.Body), "get_booking") {
+			t.Fatalf("%s", v.Local.Body)
+		}
+	})
+	t.Run("older revisions get no cacheScope", func(t *testing.T) {
+		_, v := p.HandleRequest(ctx, listReq("good-bookings:read", "2025-11-25", ""))
+		if v.Local == nil || v.Local.Status != 200 || strings.Contains(string(v.Local.Body), "cacheScope") {
+			t.Fatalf("%+v", v.Local)
+		}
+	})
+	t.Run("a cursor is invalid: there is one page", func(t *testing.T) {
+		_, v := p.HandleRequest(ctx, listReq("good-bookings:read", "2026-07-28", `"cursor":"abc",`))
+		if v.Local == nil || !strings.Contains(string(v.Local.Body), `"code":-32602`) {
+			t.Fatalf("%+v", v.Local)
+		}
+	})
+	t.Run("catalog not loaded: 503", func(t *testing.T) {
+		q := newCatalogPipeline(t, &staticCatalog{})
+		_, v := q.HandleRequest(ctx, listReq("good-bookings:read", "2026-07-28", ""))
+		if v.Local == nil || v.Local.Status != 503 || v.Local.Header.Get("retry-after") == "" {
+			t.Fatalf("%+v", v.Local)
+		}
+		_, v = q.HandleRequest(ctx, authReq("POST", "good-bookings:read", callArgs("get_booking", `{"booking_id":"B-1"}`), callHeaders("get_booking")...))
+		if v.Local == nil || v.Local.Status != 503 {
+			t.Fatalf("%+v", v.Local)
+		}
+	})
+}
+
+func callArgs(tool, arguments string) string {
+	return `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + arguments + `,` + meta2026 + `}}`
+}
+
+func TestToolCallArgumentsAgainstTheCatalog(t *testing.T) {
+	ctx := context.Background()
+	p := newCatalogPipeline(t, newCatalog())
+	call := func(tool, arguments string, kv ...string) (*gateway.Exchange, gateway.Verdict) {
+		return p.HandleRequest(ctx, authReq("POST", "good-bookings:read,bookings:write,bookings:delete", callArgs(tool, arguments), append(callHeaders(tool), kv...)...))
+	}
+	t.Run("valid arguments go on unchanged", func(t *testing.T) {
+		_, v := call("get_booking", `{"booking_id":"B-1"}`, "mcp-param-booking", "B-1")
+		if v.Local != nil || v.BodyChanged {
+			t.Fatalf("%+v", v)
+		}
+	})
+	t.Run("an unknown argument is refused naming the allowed ones (no tenant)", func(t *testing.T) {
+		_, v := call("get_booking", `{"booking_id":"B-1","limitt":3}`)
+		if v.Local == nil {
+			t.Fatal("forwarded")
+		}
+		checkToolError(t, v.Local.Body, "invalid_arguments")
+		body := string(v.Local.Body)
+		if !strings.Contains(body, "limitt") || !strings.Contains(body, "booking_id") || strings.Contains(body, "tenant") {
+			t.Errorf("%s", body)
+		}
+	})
+	t.Run("wrong type and missing argument", func(t *testing.T) {
+		_, v := call("get_booking", `{"limit":"ten"}`)
+		if v.Local == nil {
+			t.Fatal("forwarded")
+		}
+		checkToolError(t, v.Local.Body, "invalid_arguments")
+		if body := string(v.Local.Body); !strings.Contains(body, "booking_id") || !strings.Contains(body, "limit") {
+			t.Errorf("%s", body)
+		}
+	})
+	t.Run("coercions are applied, forwarded and reported", func(t *testing.T) {
+		x, v := call("get_booking", `{"booking_id":"B-1","verbose":"true","limit":"5"}`, "mcp-param-booking", "B-1")
+		if v.Local != nil {
+			t.Fatalf("refused: %s", v.Local.Body)
+		}
+		if !v.BodyChanged || !strings.Contains(string(v.Body), `"arguments":{"booking_id":"B-1","verbose":true,"limit":5}`) {
+			t.Fatalf("body %s", v.Body)
+		}
+		if _, err := x.ResponseHeaders(200, mcp.Header{"content-type": {"application/json"}}); err != nil {
+			t.Fatal(err)
+		}
+		out, changed, err := x.ResponseBody(ctx, []byte(`{"jsonrpc":"2.0","id":9,"result":{"content":[{"type":"text","text":"ok"}]}}`))
+		if err != nil || !changed || !strings.Contains(string(out), `"_meta":{"`+gateway.WarningsMetaKey+`":[{"argument":"`) ||
+			!strings.Contains(string(out), `"code":"coerced_boolean"`) || !strings.Contains(string(out), `"code":"coerced_integer"`) {
+			t.Fatalf("%s %v %v", out, changed, err)
+		}
+	})
+	t.Run("Mcp-Param headers must match their x-mcp-header argument", func(t *testing.T) {
+		for _, kv := range [][]string{{"mcp-param-booking", "B-2"}, {"mcp-param-other", "x"}} {
+			_, v := call("get_booking", `{"booking_id":"B-1"}`, kv...)
+			if v.Local == nil || v.Local.Status != 400 || !strings.Contains(string(v.Local.Body), "-32020") {
+				t.Errorf("%v: %+v", kv, v.Local)
+			}
+		}
+	})
+	t.Run("changed, unpinned and unlisted tools are refused with the reason", func(t *testing.T) {
+		for tool, code := range map[string]string{"cancel_booking": "tool_changed", "page": "tool_not_approved"} {
+			_, v := call(tool, `{}`)
+			if v.Local == nil {
+				t.Fatalf("%s forwarded", tool)
+			}
+			checkToolError(t, v.Local.Body, code)
+		}
+		c := newCatalog()
+		c.tools = c.tools[1:]
+		q := newCatalogPipeline(t, c)
+		_, v := q.HandleRequest(ctx, authReq("POST", "good-bookings:read", callArgs("get_booking", `{"booking_id":"B-1"}`), callHeaders("get_booking")...))
+		if v.Local == nil {
+			t.Fatal("unlisted tool forwarded")
+		}
+		checkToolError(t, v.Local.Body, "tool_not_in_upstream")
+	})
+	t.Run("a schema with a remote $ref is never fetched: the call is refused", func(t *testing.T) {
+		_, v := call("remote", `{"a":1}`)
+		if v.Local == nil {
+			t.Fatal("forwarded")
+		}
+		checkToolError(t, v.Local.Body, "invalid_arguments")
+	})
+}
