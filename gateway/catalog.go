@@ -53,9 +53,11 @@ const WarningsMetaKey = "io.mcpgate/warnings"
 type schemaCache struct {
 	mu      sync.Mutex
 	schemas map[string]schemaEntry
-	shapers sync.Map // upstream + "\x00" + tool → *shape.Shaper (nil: nothing to shape)
+	shapers sync.Map // toolKey → *shape.Shaper (nil: nothing to shape)
 	listed  sync.Map // definition hash → jsontext.Value, the inputSchema tools/list shows
 }
+
+type toolKey struct{ upstream, tool string }
 
 type schemaEntry struct {
 	s   *args.Schema
@@ -90,7 +92,7 @@ func (p *Pipeline) schema(t *CatalogTool) (*args.Schema, error) {
 // shaper returns the compiled result shaping of a declared tool, nil when
 // its declaration asks for none.
 func (p *Pipeline) shaper(upstream, tool string) *shape.Shaper {
-	key := upstream + "\x00" + tool
+	key := toolKey{upstream, tool}
 	if v, ok := p.schemas.shapers.Load(key); ok {
 		return v.(*shape.Shaper)
 	}
@@ -352,7 +354,7 @@ func (p *Pipeline) listAnswer(ctx context.Context, x *Exchange) *Local {
 		if !visible[tools[i].Name] {
 			continue
 		}
-		if err := p.writeListedTool(enc, &tools[i], items[i].Tool); err != nil {
+		if err := p.writeListedTool(enc, x.req.Upstream, &tools[i], items[i].Tool); err != nil {
 			p.log.LogAttrs(ctx, slog.LevelError, "a catalog tool cannot be listed", slog.String("tool", tools[i].Name), slog.Any("error", err))
 			continue
 		}
@@ -369,7 +371,7 @@ func (p *Pipeline) listAnswer(ctx context.Context, x *Exchange) *Local {
 }
 
 // writeListedTool writes one tools/list entry.
-func (p *Pipeline) writeListedTool(enc *jsontext.Encoder, t *CatalogTool, pt *policy.Tool) error {
+func (p *Pipeline) writeListedTool(enc *jsontext.Encoder, upstream string, t *CatalogTool, pt *policy.Tool) error {
 	str := func(k, v string) {
 		_ = enc.WriteToken(jsontext.String(k))
 		_ = enc.WriteToken(jsontext.String(v))
@@ -389,7 +391,11 @@ func (p *Pipeline) writeListedTool(enc *jsontext.Encoder, t *CatalogTool, pt *po
 	if err := enc.WriteValue(schema); err != nil {
 		return err
 	}
-	if len(t.OutputSchema) > 0 {
+	// The upstream's outputSchema describes its results before shaping
+	// (untrusted text becomes a wrapper object, fields are dropped): a
+	// client validating shaped results against it would refuse them, so
+	// it is listed only for tools whose results pass unshaped.
+	if len(t.OutputSchema) > 0 && p.shaper(upstream, t.Name) == nil {
 		_ = enc.WriteToken(jsontext.String("outputSchema"))
 		if err := enc.WriteValue(t.OutputSchema); err != nil {
 			return err

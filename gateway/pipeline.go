@@ -154,6 +154,9 @@ type Pipeline struct {
 	log        *slog.Logger
 	m          *Metrics
 	schemas    schemaCache
+	// textShaper shapes resources/read results (secret names, untrusted
+	// text).
+	textShaper *shape.Shaper
 }
 
 type deciderBox struct{ Decider }
@@ -172,6 +175,12 @@ func New(d Decider, o Options) *Pipeline {
 		p.origins[strings.ToLower(strings.TrimSuffix(origin, "/"))] = true
 	}
 	p.decider.Store(&deciderBox{d})
+	ts, err := shape.Compile(shape.Rules{SecretNames: o.SecretNames})
+	if err != nil {
+		p.log.Error("secret names cannot be compiled; resources are shaped without them", "error", err)
+		ts, _ = shape.Compile(shape.Rules{})
+	}
+	p.textShaper = ts
 	return p
 }
 
@@ -238,9 +247,11 @@ type Exchange struct {
 	start    time.Time
 	listKind string // "tools", "prompts", "resources", "resourceTemplates" for list methods
 	asserted bool   // the forwarded request carries mcpgate's identity assertion
-	// toolResult: the answer is a tools/call result to shape (shaper)
-	// and/or to annotate with the argument coercions (warnings).
-	toolResult   bool
+	// shapeResult: the answer carries a result to shape — a tools/call
+	// result (shaper, warnings), or third-party text of resources/read,
+	// prompts/get and completion/complete — and its stream's progress and
+	// log notifications.
+	shapeResult  bool
 	fromCatalog  bool // tools/list answered from the catalog
 	shaper       *shape.Shaper
 	coerced      []byte            // the arguments after coercion (nil: unchanged)
@@ -488,7 +499,10 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 			}
 		}
 		x.shaper = p.shaper(r.Upstream, msg.Name)
-		x.toolResult = x.shaper != nil || len(x.warnings) > 0
+		// With the contracts on, a tool's stream is inspected even when its
+		// result needs no shaping: its progress and log notifications
+		// carry text too.
+		x.shapeResult = x.shaper != nil || len(x.warnings) > 0 || p.opts.Catalog != nil
 		v := p.forwardVerdict(x, body, changed)
 		for k, vals := range extra {
 			if v.SetHeader != nil {
@@ -498,8 +512,15 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 		return v
 	}
 	x.listKind = listKinds[msg.Method]
+	x.shapeResult = p.opts.Catalog != nil && textResults[msg.Method]
 	return p.forwardVerdict(x, body, changed)
 }
+
+// textResults are the methods whose results carry third-party text that
+// is shaped like a tool's untrusted text (gateway/shape), with the tool
+// contracts on (Options.Catalog set; off in the one-line mode, where the
+// gateway is a transparent protocol gate).
+var textResults = map[string]bool{"resources/read": true, "prompts/get": true, "completion/complete": true}
 
 var jsonNull = []byte("null")
 

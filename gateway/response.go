@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/gateway/mcp/sse"
+	"github.com/mcpgate/mcpgate/gateway/shape"
 	"github.com/mcpgate/mcpgate/policy"
 )
 
@@ -64,7 +65,7 @@ func (x *Exchange) ResponseHeaders(status int, h mcp.Header) (ResponseMode, erro
 	if err := x.refusedAssertion(status); err != nil {
 		return PassThrough, err
 	}
-	if x.listKind == "" && !x.toolResult {
+	if x.listKind == "" && !x.shapeResult {
 		return PassThrough, nil
 	}
 	// Whatever the status, a body a client would decode as JSON-RPC is
@@ -110,6 +111,9 @@ func (x *Exchange) shape(ctx context.Context, body []byte) ([]byte, error) {
 	if msg.Kind == mcp.KindNotification && msg.Method == "notifications/tools/list_changed" && x.p.opts.OnToolsChanged != nil {
 		x.p.opts.OnToolsChanged(x.req.Upstream)
 	}
+	if msg.Kind == mcp.KindNotification && x.shapeResult {
+		return shapeNotification(body, msg)
+	}
 	if msg.Kind != mcp.KindResponse || msg.Result == nil {
 		// A server request or notification inside the stream, or a
 		// JSON-RPC error: nothing to shape; relayed as is.
@@ -119,8 +123,8 @@ func (x *Exchange) shape(ctx context.Context, body []byte) ([]byte, error) {
 	// request, whatever its id: upstreams rewrite ids (1.0 → 1, big
 	// integers rounded), and a byte comparison would let a list through
 	// unfiltered. The id is relayed as the upstream wrote it.
-	if x.toolResult {
-		result, err := x.shapeToolResult(msg.Result)
+	if x.shapeResult {
+		result, err := x.shapeAnswer(msg.Result)
 		if err != nil || result == nil {
 			return nil, err
 		}
@@ -131,6 +135,39 @@ func (x *Exchange) shape(ctx context.Context, body []byte) ([]byte, error) {
 		return nil, err
 	}
 	return mcp.ResultResponse(msg.ID, result), nil
+}
+
+// shapeAnswer shapes the result of the exchange's request by its method.
+func (x *Exchange) shapeAnswer(result jsontext.Value) ([]byte, error) {
+	var out []byte
+	var err error
+	switch x.msg.Method {
+	case "tools/call":
+		return x.shapeToolResult(result)
+	case "resources/read":
+		out, err = x.p.textShaper.ResourceContents(result)
+	case "prompts/get":
+		out, err = shape.PromptResult(result, 0)
+	case "completion/complete":
+		out, err = shape.CompletionResult(result, 0)
+	}
+	if err != nil {
+		return nil, errors.Join(ErrUpstreamResponse, err)
+	}
+	return out, nil
+}
+
+// shapeNotification shapes the text of a progress or log notification
+// inside a shaped exchange's stream; nil when nothing changes.
+func shapeNotification(body []byte, msg *mcp.Message) ([]byte, error) {
+	if msg.Method != "notifications/progress" && msg.Method != "notifications/message" {
+		return nil, nil
+	}
+	params, err := shape.NotificationParams(msg.Method, msg.Params, 0)
+	if err != nil || params == nil {
+		return nil, errors.Join(ErrUpstreamResponse, err)
+	}
+	return withMember(body, "params", params)
 }
 
 // shapeToolResult applies the tool's result shaping (untrusted text,
