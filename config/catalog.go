@@ -64,9 +64,8 @@ func (c *Config) validateCatalog(p *problems) {
 	if cat.MaxPages < 1 || cat.MaxPages > MaxCatalogMaxPages {
 		p.add("catalog.max_pages", "%d must be from 1 to %d", cat.MaxPages, MaxCatalogMaxPages)
 	}
-	if cat.Manifest != "" {
-		checkFile(p, "catalog.manifest", cat.Manifest, "the pinned manifest (mcpgate manifest pin)")
-	}
+	// catalog.manifest may not exist yet: `mcpgate manifest pin` writes
+	// it (to this path by default); serve refuses to start without it.
 	if cat.Unpinned != CatalogUnpinnedRefuse && cat.Unpinned != CatalogUnpinnedAllow {
 		p.add("catalog.unpinned", "%q must be %q or %q", cat.Unpinned, CatalogUnpinnedRefuse, CatalogUnpinnedAllow)
 	}

@@ -299,7 +299,8 @@
 //   - catalog.max_pages (int; default 50; 1 to 1000): bound on the pages
 //     of one listing.
 //   - catalog.manifest (string, path; default none = pinning off): the
-//     pinned manifest (mcpgate manifest pin); it must exist.
+//     pinned manifest (mcpgate manifest pin writes it there; serve needs
+//     it to exist).
 //   - catalog.unpinned ("refuse" or "allow"; default "refuse"): what
 //     happens to a listed tool the manifest does not pin.
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -91,6 +92,9 @@ func (tc *toolCatalog) loadManifest() error {
 		return nil
 	}
 	m, err := catalog.LoadManifest(tc.manifestPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("catalog manifest %s does not exist: write it with `mcpgate manifest pin --config <this file>` after reviewing the upstreams' tools: %w", tc.manifestPath, err)
+	}
 	if err != nil {
 		return fmt.Errorf("catalog manifest: %w", err)
 	}
