@@ -178,61 +178,65 @@ func replaceArguments(body []byte, newArgs []byte) ([]byte, error) {
 
 // member returns the value of an object's member key.
 func member(obj []byte, key string) (jsontext.Value, bool, error) {
+	var found jsontext.Value
+	err := eachMember(obj, func(name string, v jsontext.Value) bool {
+		if name == key {
+			found = v
+			return true
+		}
+		return false
+	})
+	return found, found != nil, err
+}
+
+// eachMember calls fn with every member of the JSON object obj, in order,
+// until fn returns true. The values alias obj.
+func eachMember(obj []byte, fn func(name string, v jsontext.Value) (stop bool)) error {
 	dec := jsontext.NewDecoder(bytes.NewReader(obj))
 	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
-		return nil, false, errors.New("not a JSON object")
+		return errors.New("not a JSON object")
 	}
 	for dec.PeekKind() == '"' {
 		tok, err := dec.ReadToken()
 		if err != nil {
-			return nil, false, err
+			return err
 		}
 		name := tok.String()
 		v, err := dec.ReadValue()
 		if err != nil {
-			return nil, false, err
+			return err
 		}
-		if name == key {
-			return v, true, nil
+		if fn(name, v) {
+			return nil
 		}
 	}
-	return nil, false, nil
+	return nil
 }
 
-// withMember returns obj with member key set to value: replaced where it
-// is, appended when absent; every other member kept in its order.
-func withMember(obj []byte, key string, value []byte) ([]byte, error) {
-	dec := jsontext.NewDecoder(bytes.NewReader(obj))
-	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
-		return nil, errors.New("not a JSON object")
-	}
+// mapMembers returns obj with every member passed through fn (which
+// returns the value to write, or false to drop the member), then the
+// members of tail appended; order kept.
+func mapMembers(obj []byte, fn func(name string, v jsontext.Value) (jsontext.Value, bool), tail ...appended) ([]byte, error) {
 	var out bytes.Buffer
 	enc := jsontext.NewEncoder(&out)
 	_ = enc.WriteToken(jsontext.BeginObject)
-	done := false
-	for dec.PeekKind() == '"' {
-		tok, err := dec.ReadToken()
-		if err != nil {
-			return nil, err
+	var werr error
+	err := eachMember(obj, func(name string, v jsontext.Value) bool {
+		nv, keep := fn(name, v)
+		if !keep {
+			return false
 		}
-		name := tok.String()
-		v, err := dec.ReadValue()
-		if err != nil {
-			return nil, err
+		if werr = enc.WriteToken(jsontext.String(name)); werr == nil {
+			werr = enc.WriteValue(nv)
 		}
-		if name == key {
-			v, done = value, true
-		}
-		if err := enc.WriteToken(jsontext.String(name)); err != nil {
-			return nil, err
-		}
-		if err := enc.WriteValue(v); err != nil {
-			return nil, err
-		}
+		return werr != nil
+	})
+	if err = errors.Join(err, werr); err != nil {
+		return nil, err
 	}
-	if !done {
-		_ = enc.WriteToken(jsontext.String(key))
-		if err := enc.WriteValue(value); err != nil {
+	for _, m := range tail {
+		_ = enc.WriteToken(jsontext.String(m.name))
+		if err := enc.WriteValue(m.value); err != nil {
 			return nil, err
 		}
 	}
@@ -240,6 +244,29 @@ func withMember(obj []byte, key string, value []byte) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(out.Bytes(), []byte("\n")), nil
+}
+
+// appended is one object member to append (mapMembers).
+type appended struct {
+	name  string
+	value jsontext.Value
+}
+
+// withMember returns obj with member key set to value: replaced where it
+// is, appended when absent; every other member kept in its order.
+func withMember(obj []byte, key string, value []byte) ([]byte, error) {
+	done := false
+	out, err := mapMembers(obj, func(name string, v jsontext.Value) (jsontext.Value, bool) {
+		if name == key {
+			done = true
+			return value, true
+		}
+		return v, true
+	})
+	if err != nil || done {
+		return out, err
+	}
+	return mapMembers(obj, func(_ string, v jsontext.Value) (jsontext.Value, bool) { return v, true }, appended{key, value})
 }
 
 // paramHeaderPrefix starts the Mcp-Param-<Name> header fields of
@@ -290,33 +317,18 @@ func (x *Exchange) checkParamHeaders() (*mcp.Error, mcp.Header) {
 // argumentText is the header form of a top-level argument: a string as
 // is, any other value as its JSON text.
 func argumentText(arguments []byte, name string) (string, bool) {
-	dec := jsontext.NewDecoder(bytes.NewReader(arguments))
-	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+	v, ok, err := member(arguments, name)
+	if err != nil || !ok {
 		return "", false
 	}
-	for dec.PeekKind() == '"' {
-		tok, err := dec.ReadToken()
-		if err != nil {
+	if v.Kind() == '"' {
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
 			return "", false
 		}
-		k := tok.String()
-		v, err := dec.ReadValue()
-		if err != nil {
-			return "", false
-		}
-		if k != name {
-			continue
-		}
-		if v.Kind() == '"' {
-			var s string
-			if err := json.Unmarshal(v, &s); err != nil {
-				return "", false
-			}
-			return s, true
-		}
-		return string(v), true
+		return s, true
 	}
-	return "", false
+	return string(v), true
 }
 
 // listAnswer answers tools/list from the catalog: the tools the policy
@@ -438,38 +450,21 @@ func (p *Pipeline) stripTenantProperties(schema []byte) (jsontext.Value, error) 
 	if err != nil || !ok || props.Kind() != '{' {
 		return nil, err
 	}
-	var kept bytes.Buffer
-	enc := jsontext.NewEncoder(&kept)
-	_ = enc.WriteToken(jsontext.BeginObject)
-	dec := jsontext.NewDecoder(bytes.NewReader(props))
-	if _, err := dec.ReadToken(); err != nil {
-		return nil, err
-	}
 	dropped := map[string]bool{}
-	for dec.PeekKind() == '"' {
-		tok, err := dec.ReadToken()
-		if err != nil {
-			return nil, err
-		}
-		name := tok.String()
-		v, err := dec.ReadValue()
-		if err != nil {
-			return nil, err
-		}
+	kept, err := mapMembers(props, func(name string, v jsontext.Value) (jsontext.Value, bool) {
 		if p.tenantArgs[foldName(name)] {
 			dropped[name] = true
-			continue
+			return nil, false
 		}
-		_ = enc.WriteToken(jsontext.String(name))
-		if err := enc.WriteValue(v); err != nil {
-			return nil, err
-		}
+		return v, true
+	})
+	if err != nil {
+		return nil, err
 	}
-	_ = enc.WriteToken(jsontext.EndObject)
 	if len(dropped) == 0 {
 		return nil, nil
 	}
-	out, err := withMember(schema, "properties", bytes.TrimSuffix(kept.Bytes(), []byte("\n")))
+	out, err := withMember(schema, "properties", kept)
 	if err != nil {
 		return nil, err
 	}
