@@ -207,7 +207,7 @@ func parseProblem(err error) Problem {
 			p.Message += "; send a flatter value."
 		case errors.Is(err, errNumber):
 			p.Code = CodeInvalidValue
-			p.Message = fmt.Sprintf("%s holds a number longer than %d characters or with an exponent over %d.", subject(p.Argument), MaxNumberLength, MaxExponent)
+			p.Message = fmt.Sprintf("%s holds a number longer than %d characters or beyond the range of a 64-bit float (exponent over %d).", subject(p.Argument), MaxNumberLength, MaxExponent)
 		}
 		return p
 	}

@@ -26,9 +26,11 @@ const (
 	MaxArgumentDepth = 32
 	// MaxNumberLength is the longest number literal accepted, in bytes,
 	// in schemas and arguments; MaxExponent bounds its exponent. Longer or
-	// larger numbers would make exact big-number checks slow.
+	// larger numbers would make exact big-number checks slow, and numbers
+	// beyond float64's range (exponents over 308) are what most upstreams
+	// read as infinity or fail on.
 	MaxNumberLength = 64
-	MaxExponent     = 1000
+	MaxExponent     = 308
 	// MaxProblems caps Result.Problems.
 	MaxProblems = 20
 	// MaxWork bounds one Check: the number of values in the arguments
@@ -257,7 +259,13 @@ func numberBounded(raw string) bool {
 		return false
 	}
 	n, _ := strconv.Atoi(exp)
-	return n <= MaxExponent
+	if n > MaxExponent {
+		return false
+	}
+	// Within float64's range: 9e308 has a small exponent but is infinite
+	// to an upstream reading float64 (strconv reports the range error).
+	_, err := strconv.ParseFloat(raw, 64)
+	return err == nil
 }
 
 func escapePointer(s string) string {
