@@ -136,8 +136,10 @@ func (p *Pipeline) catalogTool(x *Exchange) bool {
 	in.Tool.Catalog.State = t.State
 	s, err := p.schema(&t)
 	if err != nil {
-		in.Message.ArgumentProblems = []policy.ArgumentProblem{{Code: "invalid",
-			Message: "The server's input schema of this tool cannot be used by the gateway (" + err.Error() + "), so its arguments cannot be checked."}}
+		// Fail closed: a tool whose calls cannot be checked is refused
+		// (tool_unusable) and not listed; no argument could fix it.
+		in.Tool.Catalog.State = policy.CatalogUnusable
+		p.log.Warn("a tool's inputSchema cannot be compiled; the tool is refused", "upstream", x.req.Upstream, "tool", t.Name, "error", err)
 		return true
 	}
 	arguments := msg.Arguments
@@ -348,6 +350,9 @@ func (p *Pipeline) listAnswer(ctx context.Context, x *Exchange) *Local {
 	for i := range tools {
 		t := p.tool(x.req.Upstream, tools[i].Name)
 		t.Catalog = &policy.ToolCatalog{Listed: true, State: tools[i].State}
+		if _, err := p.schema(&tools[i]); err != nil {
+			t.Catalog.State = policy.CatalogUnusable
+		}
 		items[i] = policy.Item{Name: tools[i].Name, Tool: t}
 	}
 	d := p.decide(ctx, x, policy.PhaseList, items)
@@ -439,8 +444,66 @@ func (p *Pipeline) listedSchema(t *CatalogTool) jsontext.Value {
 	if stripped, err := p.stripTenantProperties(t.InputSchema); err == nil && stripped != nil {
 		out = stripped
 	}
+	if closed, err := closeSchema(out); err == nil {
+		out = closed
+	}
 	p.schemas.listed.Store(t.Hash, out)
 	return out
+}
+
+// closeSchema adds "additionalProperties": false to every object schema
+// that lists properties and says nothing about other members — the root
+// and, recursively, the schemas of properties and of array items — unless
+// it combines schemas (allOf, anyOf, oneOf, not, if, $ref), where closing
+// one part would refuse another's members. Naive upstreams omit it and
+// silently ignore unknown fields; a model then believes it set something
+// (seed 002). The listed schema says so, and calls are checked against it.
+func closeSchema(v jsontext.Value) (jsontext.Value, error) {
+	if v.Kind() != '{' {
+		return v, nil
+	}
+	var hasProps, open, composite bool
+	if err := eachMember(v, func(name string, x jsontext.Value) bool {
+		switch name {
+		case "properties":
+			hasProps = x.Kind() == '{'
+		case "additionalProperties", "unevaluatedProperties", "patternProperties":
+			open = true
+		case "allOf", "anyOf", "oneOf", "not", "if", "$ref", "$dynamicRef":
+			composite = true
+		}
+		return false
+	}); err != nil {
+		return nil, err
+	}
+	var werr error
+	sub := func(x jsontext.Value) jsontext.Value {
+		c, err := closeSchema(x)
+		if err != nil {
+			werr = err
+			return x
+		}
+		return c
+	}
+	var tail []appended
+	if hasProps && !open && !composite {
+		tail = append(tail, appended{"additionalProperties", jsontext.Value("false")})
+	}
+	out, err := mapMembers(v, func(name string, x jsontext.Value) (jsontext.Value, bool) {
+		switch {
+		case name == "properties" && x.Kind() == '{':
+			props, err := mapMembers(x, func(_ string, ps jsontext.Value) (jsontext.Value, bool) { return sub(ps), true })
+			if err != nil {
+				werr = err
+				return x, true
+			}
+			return props, true
+		case name == "items" && x.Kind() == '{':
+			return sub(x), true
+		}
+		return x, true
+	}, tail...)
+	return out, errors.Join(err, werr)
 }
 
 // stripTenantProperties removes tenant-like names from the schema's

@@ -104,9 +104,10 @@ func TestToolsListFromCatalog(t *testing.T) {
 	for _, tl := range r.Result.Tools {
 		names = append(names, tl.Name)
 	}
-	// Changed (cancel_booking) and unpinned (page) tools are hidden; order
-	// is the catalog's; one page.
-	if strings.Join(names, ",") != "get_booking,create_booking,remote" || r.Result.NextCursor != nil {
+	// Changed (cancel_booking), unpinned (page) and unusable (remote: its
+	// schema has a $ref outside it) tools are hidden; order is the
+	// catalog's; one page.
+	if strings.Join(names, ",") != "get_booking,create_booking" || r.Result.NextCursor != nil {
 		t.Fatalf("tools %v, cursor %v", names, r.Result.NextCursor)
 	}
 	get, create := r.Result.Tools[0], r.Result.Tools[1]
@@ -239,7 +240,7 @@ func TestToolCallArgumentsAgainstTheCatalog(t *testing.T) {
 		if v.Local == nil {
 			t.Fatal("forwarded")
 		}
-		checkToolError(t, v.Local.Body, "invalid_arguments")
+		checkToolError(t, v.Local.Body, "tool_unusable")
 	})
 }
 
@@ -277,5 +278,34 @@ func TestThirdPartyTextOutsideTools(t *testing.T) {
 	}
 	if got := events.String(); strings.Contains(got, "\u200b") || !strings.Contains(got, "Third-party text") {
 		t.Errorf("progress not shaped: %s", got)
+	}
+}
+
+// TestNestedUnknownFieldsRefused: object schemas that list properties and
+// say nothing about others are closed (additionalProperties false) in the
+// listed schema and in the check, at every level; composite schemas are
+// left open.
+func TestNestedUnknownFieldsRefused(t *testing.T) {
+	ctx := context.Background()
+	c := newCatalog()
+	c.tools[0].InputSchema = jsontext.Value(`{"type":"object","properties":{"booking_id":{"type":"string"},"filter":{"type":"object","properties":{"kind":{"type":"string"},"inner":{"type":"object","properties":{"z":{"type":"integer"}}}}},"any":{"allOf":[{"type":"object","properties":{"a":{"type":"string"}}}]}}}`)
+	c.tools[0].Hash = "nested"
+	p := newCatalogPipeline(t, c)
+	for args, refused := range map[string]bool{
+		`{"booking_id":"B","filter":{"kind":"x"}}`:                       false,
+		`{"booking_id":"B","filter":{"kind":"x","evil":1}}`:              true,
+		`{"booking_id":"B","filter":{"inner":{"z":1,"bad":2}}}`:          true,
+		`{"booking_id":"B","filter":{"tenant":"globex"}}`:                true,
+		`{"booking_id":"B","filter":"{\"kind\":\"x\",\"tenant_id\":1}"}`: true,
+		`{"booking_id":"B","any":{"a":"x","b":"composite stays open"}}`:  false,
+	} {
+		_, v := p.HandleRequest(ctx, authReq("POST", "good-bookings:read", callArgs("get_booking", args), callHeaders("get_booking")...))
+		if (v.Local != nil) != refused {
+			t.Errorf("%s: refused=%v, want %v", args, v.Local != nil, refused)
+		}
+	}
+	_, v := p.HandleRequest(ctx, listReq("good-bookings:read", "2026-07-28", ""))
+	if v.Local == nil || strings.Count(string(v.Local.Body), `"additionalProperties":false`) != 3 {
+		t.Errorf("listed schema not closed: %s", v.Local.Body)
 	}
 }

@@ -162,14 +162,17 @@ const (
 	CatalogApproved = "approved" // pinned with this definition, or pinning off
 	CatalogChanged  = "changed"  // definition differs from its pin (rug pull?)
 	CatalogUnpinned = "unpinned" // listed, not pinned, unpinned tools refused
+	// CatalogUnusable: the gateway cannot check calls to the tool (its
+	// inputSchema does not compile, e.g. a $ref outside the schema).
+	CatalogUnusable = "unusable"
 )
 
 // ToolCatalog is a tool's entry in mcpgate's catalog.
 type ToolCatalog struct {
 	// Listed: the upstream lists the tool now.
 	Listed bool `json:"listed"`
-	// State is CatalogApproved, CatalogChanged or CatalogUnpinned ("" when
-	// not listed).
+	// State is CatalogApproved, CatalogChanged, CatalogUnpinned or
+	// CatalogUnusable ("" when not listed).
 	State string `json:"state,omitempty"`
 }
 

@@ -313,6 +313,8 @@ _refusals_catalog(tool) := {_reason_tool_not_listed(tool.name)} if {
 	not tool.catalog.listed == true
 } else := {_reason_tool_changed(tool.name)} if {
 	tool.catalog.state == "changed"
+} else := {_reason_tool_unusable(tool.name)} if {
+	tool.catalog.state == "unusable"
 } else := {_reason_tool_not_approved(tool.name)} if {
 	tool.catalog.listed == true
 	not tool.catalog.state == "approved"
@@ -440,8 +442,16 @@ _reason_invalid_arguments(problems) := {
 	"next_tool": input.message.name,
 }
 
+# The tool's argument names, from a refused top-level argument (the
+# allowed lists of nested objects and enum values are not the tool's
+# arguments).
 _allowed_hint(problems) := sprintf(" (its arguments: %s)", [concat(", ", names)]) if {
-	names := {a | some p in problems; some a in object.get(p, "allowed", [])}
+	names := {a |
+		some p in problems
+		p.code == "unknown_argument"
+		not contains(p.argument, ".")
+		some a in object.get(p, "allowed", [])
+	}
 	count(names) > 0
 } else := ""
 
@@ -456,6 +466,13 @@ _reason_tool_changed(name) := {
 	"code": "tool_changed",
 	"cause": sprintf("Tool %q changed since an administrator approved it and is unavailable until it is approved again.", [name]),
 	"fix": "Use another tool from tools/list, or ask the server's administrators to review and approve the change.",
+	"next_tool": "tools/list",
+}
+
+_reason_tool_unusable(name) := {
+	"code": "tool_unusable",
+	"cause": sprintf("Tool %q cannot be used through this server: the gateway cannot check its arguments against the tool's input schema.", [name]),
+	"fix": "Use another tool from tools/list, or ask the server's administrators to fix the tool's input schema.",
 	"next_tool": "tools/list",
 }
 

@@ -501,3 +501,19 @@ test_argument_problems_refused_with_the_allowed_names if {
 	contains(r.cause, "\"query\" must be a string")
 	contains(r.fix, "its arguments: limit, query")
 }
+
+test_catalog_unusable_tool_refused if {
+	_denied_with(_call(_listed(_search, "unusable"), _alice), "tool_unusable")
+}
+
+test_allowed_hint_only_from_top_level_unknown_arguments if {
+	problems := [
+		{"argument": "status", "code": "invalid_value", "message": "Argument \"status\" must be one of open, closed.", "allowed": ["open", "closed"]},
+		{"argument": "filter.evil", "code": "unknown_argument", "message": "Argument \"filter.evil\" is not accepted.", "allowed": ["kind"]},
+	]
+	call := _call(_search, _alice)
+	inp := object.union(call, {"message": object.union(call.message, {"argument_problems": problems})})
+	d := mcpgate.decision with input as inp
+	[r] := d.reasons
+	not contains(r.fix, "its arguments")
+}
