@@ -22,10 +22,7 @@ import (
 // above MaxResultBytes is an error wrapping ErrResultTooLarge, for the relay
 // to answer with a JSON-RPC error (a resource has no tool-error shape).
 func (s *Shaper) ResourceContents(result []byte) ([]byte, error) {
-	if s == nil {
-		s = zeroShaper
-	}
-	return run(s, s.maxText, false, func(w *walker) ([]byte, error) {
+	return s.run(func(w *walker) ([]byte, error) {
 		return w.resourceContents(result)
 	})
 }
@@ -84,23 +81,23 @@ func PromptResult(result []byte, max int) ([]byte, error) {
 func (w *walker) promptMessage(dst, msg []byte) ([]byte, error) {
 	dec := w.open(msg)
 	defer w.close()
-	return w.objectMembers(dec, dst, func(name []byte, dec *jsontext.Decoder, dst []byte) ([]byte, error) {
+	return w.objectMembers(dec, dst, func(name []byte, dec *jsontext.Decoder, dst []byte) ([]byte, bool, error) {
 		if string(name) == "content" {
 			mark := len(w.recs)
 			switch dec.PeekKind() {
 			case '{':
 				if err := w.collectBlock(dec); err != nil {
-					return dst, err
+					return dst, false, err
 				}
-				return w.emitBlocks(dst, w.recs[mark:], false, true)
+				return kept(w.emitBlocks(dst, w.recs[mark:], false, true))
 			case '[':
 				if err := w.collectBlocks(dec); err != nil {
-					return dst, err
+					return dst, false, err
 				}
-				return w.emitBlocks(dst, w.recs[mark:], true, true)
+				return kept(w.emitBlocks(dst, w.recs[mark:], true, true))
 			}
 		}
-		return w.value(dec, dst, nil, true, false)
+		return kept(w.value(dec, dst, nil, true, false))
 	})
 }
 
@@ -115,18 +112,15 @@ func CompletionResult(result []byte, max int) ([]byte, error) {
 
 // completionMember shapes one member of a completion/complete result.
 func (w *walker) completionMember(name []byte, dec *jsontext.Decoder, dst []byte) ([]byte, bool, error) {
-	if string(name) != "completion" || dec.PeekKind() != '{' {
+	if string(name) != "completion" {
 		v, err := w.value(dec, dst, nil, true, false)
 		return v, false, err
 	}
-	if _, err := dec.ReadToken(); err != nil {
-		return dst, false, err
-	}
-	v, err := w.objectRest(dec, dst, func(name []byte, dec *jsontext.Decoder, dst []byte) ([]byte, error) {
+	v, err := w.objectMembers(dec, dst, func(name []byte, dec *jsontext.Decoder, dst []byte) ([]byte, bool, error) {
 		if string(name) == "values" && dec.PeekKind() == '[' {
-			return w.items(dec, dst, w.completionValue)
+			return kept(w.items(dec, dst, w.completionValue))
 		}
-		return w.value(dec, dst, nil, true, false)
+		return kept(w.value(dec, dst, nil, true, false))
 	})
 	return v, false, err
 }
@@ -218,7 +212,7 @@ func (w *walker) items(dec *jsontext.Decoder, dst []byte, fn func(dst, item []by
 
 // objectMembers reads a value from dec and appends it; an object has its
 // secret names dropped and every other member's value shaped by fn.
-func (w *walker) objectMembers(dec *jsontext.Decoder, dst []byte, fn func(name []byte, dec *jsontext.Decoder, dst []byte) ([]byte, error)) ([]byte, error) {
+func (w *walker) objectMembers(dec *jsontext.Decoder, dst []byte, fn valueFunc) ([]byte, error) {
 	if dec.PeekKind() != '{' {
 		return w.value(dec, dst, nil, true, false)
 	}
@@ -226,38 +220,4 @@ func (w *walker) objectMembers(dec *jsontext.Decoder, dst []byte, fn func(name [
 		return dst, err
 	}
 	return w.objectRest(dec, dst, fn)
-}
-
-// objectRest is objectMembers after the '{' was read.
-func (w *walker) objectRest(dec *jsontext.Decoder, dst []byte, fn func(name []byte, dec *jsontext.Decoder, dst []byte) ([]byte, error)) ([]byte, error) {
-	dst = append(dst, '{')
-	first := true
-	for dec.PeekKind() != '}' {
-		raw, err := dec.ReadValue()
-		if err != nil {
-			return dst, err
-		}
-		name := w.unquote(&w.name, raw)
-		var secret bool
-		if secret, w.norm = w.s.secrets.match(name, w.norm); secret {
-			w.changed = true
-			if err := dec.SkipValue(); err != nil {
-				return dst, err
-			}
-			continue
-		}
-		if !first {
-			dst = append(dst, ',')
-		}
-		first = false
-		dst = w.appendString(dst, raw)
-		dst = append(dst, ':')
-		if dst, err = fn(name, dec, dst); err != nil {
-			return dst, err
-		}
-	}
-	if _, err := dec.ReadToken(); err != nil {
-		return dst, err
-	}
-	return append(dst, '}'), nil
 }

@@ -78,22 +78,7 @@ func Sanitise(s string, max int) string {
 // cleanString reports whether s is valid UTF-8 without characters
 // Sanitise removes.
 func cleanString(s string) bool {
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f {
-				return false
-			}
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && n == 1 || stripped(r) {
-			return false
-		}
-		i += n
-	}
-	return true
+	return cleanBytes([]byte(s)) // cleanBytes neither keeps nor changes s: no copy
 }
 
 // cleanBytes is cleanString for a byte slice.

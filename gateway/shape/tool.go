@@ -18,10 +18,7 @@ import (
 // (ErrNotObject), or the JSON is invalid (jsontext's syntactic errors,
 // duplicate names included).
 func (s *Shaper) ToolResult(result []byte) ([]byte, error) {
-	if s == nil {
-		s = zeroShaper
-	}
-	return run(s, s.maxText, false, func(w *walker) ([]byte, error) {
+	return s.run(func(w *walker) ([]byte, error) {
 		return w.toolResult(result)
 	})
 }
@@ -441,49 +438,17 @@ func (w *walker) equalSC(t []byte) bool {
 func (w *walker) resource(dst, raw []byte, wrapText bool) ([]byte, error) {
 	dec := w.open(raw)
 	defer w.close()
-	if _, err := dec.ReadToken(); err != nil {
-		return dst, err
-	}
-	dst = append(dst, '{')
-	first := true
-	for dec.PeekKind() != '}' {
-		nameRaw, err := dec.ReadValue()
+	return w.objectMembers(dec, dst, func(name []byte, dec *jsontext.Decoder, dst []byte) ([]byte, bool, error) {
+		if !wrapText || string(name) != "text" || dec.PeekKind() != '"' {
+			return kept(w.value(dec, dst, nil, true, false))
+		}
+		v, err := dec.ReadValue()
 		if err != nil {
-			return dst, err
+			return dst, false, err
 		}
-		name := w.unquote(&w.name, nameRaw)
-		var secret bool
-		if secret, w.norm = w.s.secrets.match(name, w.norm); secret {
-			w.changed = true
-			if err := dec.SkipValue(); err != nil {
-				return dst, err
-			}
-			continue
-		}
-		isText := wrapText && string(name) == "text" && dec.PeekKind() == '"'
-		if !first {
-			dst = append(dst, ',')
-		}
-		first = false
-		dst = w.appendString(dst, nameRaw)
-		dst = append(dst, ':')
-		if isText {
-			v, err := dec.ReadValue()
-			if err != nil {
-				return dst, err
-			}
-			w.changed = true
-			dst = w.appendPrefixed(dst, w.unquote(&w.tb, v))
-			continue
-		}
-		if dst, err = w.value(dec, dst, nil, true, false); err != nil {
-			return dst, err
-		}
-	}
-	if _, err := dec.ReadToken(); err != nil {
-		return dst, err
-	}
-	return append(dst, '}'), nil
+		w.changed = true
+		return w.appendPrefixed(dst, w.unquote(&w.tb, v)), false, nil
+	})
 }
 
 // tooLarge is the tool result that replaces one above the size bound, in

@@ -78,6 +78,15 @@ type decoder struct {
 
 var walkers = sync.Pool{New: func() any { return new(walker) }}
 
+// run is the package run with s's own text bound, for a Shaper method
+// (a nil s is the zero Shaper).
+func (s *Shaper) run(fn func(w *walker) ([]byte, error)) ([]byte, error) {
+	if s == nil {
+		s = zeroShaper
+	}
+	return run(s, s.maxText, false, fn)
+}
+
 // run calls fn with a pooled walker, strict first and, if that fails,
 // once more lenient (see above).
 func run(s *Shaper, maxText int, prefix bool, fn func(w *walker) ([]byte, error)) ([]byte, error) {
@@ -192,6 +201,33 @@ func (w *walker) object(dec *jsontext.Decoder, dst []byte, n *node, keep, wrap b
 	if _, err := dec.ReadToken(); err != nil {
 		return dst, err
 	}
+	return w.objectRest(dec, dst, func(name []byte, dec *jsontext.Decoder, dst []byte) ([]byte, bool, error) {
+		var c *node
+		if n != nil {
+			c = n.members[string(name)]
+		}
+		ck := keep || c != nil && c.keep
+		if !ck && (c == nil || !c.allow || !c.fits(byte(dec.PeekKind()))) {
+			return dst, true, nil
+		}
+		return kept(w.value(dec, dst, c, ck, wrap || c != nil && c.wrap))
+	})
+}
+
+// valueFunc reads the value of the member named name from dec and appends
+// its shaped form to dst, or reads nothing and reports drop (the member is
+// then left out).
+type valueFunc func(name []byte, dec *jsontext.Decoder, dst []byte) (_ []byte, drop bool, _ error)
+
+// kept is the valueFunc answer for a value appended (or an error).
+func kept(dst []byte, err error) ([]byte, bool, error) {
+	return dst, false, err
+}
+
+// objectRest appends an object whose '{' was read from dec: a member with
+// a secret name, or one fn drops, is left out (the change noted); every
+// other has its name kept and its value shaped by fn.
+func (w *walker) objectRest(dec *jsontext.Decoder, dst []byte, fn valueFunc) ([]byte, error) {
 	dst = append(dst, '{')
 	first := true
 	for dec.PeekKind() != '}' {
@@ -201,32 +237,25 @@ func (w *walker) object(dec *jsontext.Decoder, dst []byte, n *node, keep, wrap b
 		}
 		name := w.unquote(&w.name, raw)
 		var secret bool
-		if secret, w.norm = w.s.secrets.match(name, w.norm); secret {
-			w.changed = true
-			if err := dec.SkipValue(); err != nil {
+		if secret, w.norm = w.s.secrets.match(name, w.norm); !secret {
+			mark := len(dst)
+			if !first {
+				dst = append(dst, ',')
+			}
+			dst = w.appendString(dst, raw)
+			dst = append(dst, ':')
+			var drop bool
+			if dst, drop, err = fn(name, dec, dst); err != nil {
 				return dst, err
 			}
-			continue
-		}
-		var c *node
-		if n != nil {
-			c = n.members[string(name)]
-		}
-		ck := keep || c != nil && c.keep
-		if !ck && (c == nil || !c.allow || !c.fits(byte(dec.PeekKind()))) {
-			w.changed = true
-			if err := dec.SkipValue(); err != nil {
-				return dst, err
+			if !drop {
+				first = false
+				continue
 			}
-			continue
+			dst = dst[:mark]
 		}
-		if !first {
-			dst = append(dst, ',')
-		}
-		first = false
-		dst = w.appendString(dst, raw)
-		dst = append(dst, ':')
-		if dst, err = w.value(dec, dst, c, ck, wrap || c != nil && c.wrap); err != nil {
+		w.changed = true
+		if err := dec.SkipValue(); err != nil {
 			return dst, err
 		}
 	}
