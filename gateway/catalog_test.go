@@ -309,3 +309,44 @@ func TestNestedUnknownFieldsRefused(t *testing.T) {
 		t.Errorf("listed schema not closed: %s", v.Local.Body)
 	}
 }
+
+// TestListChangedOnNotificationStreams: the upstream's
+// notifications/tools/list_changed on an older revision's GET stream or on
+// subscriptions/listen makes the catalog list it again; the stream is
+// relayed unchanged.
+func TestListChangedOnNotificationStreams(t *testing.T) {
+	ctx := context.Background()
+	decls := map[string]map[string]policy.ToolDeclaration{"demo": catalogDecls["demo"]}
+	eng, err := policy.New(ctx, policy.Options{Declarations: decls})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var changed []string
+	p := gateway.New(eng, gateway.Options{Declarations: decls, MaxBodyBytes: 1 << 16, MaxJSONDepth: 16, MaxSSEEventBytes: 1 << 20,
+		Authenticator: &fakeAuth{}, Catalog: newCatalog(), OnToolsChanged: func(u string) { changed = append(changed, u) }})
+	event := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n"
+	get := authReq("GET", "good-bookings:read", "", "mcp-protocol-version", "2025-11-25")
+	get.Body = nil
+	listen := authReq("POST", "good-bookings:read", `{"jsonrpc":"2.0","id":5,"method":"subscriptions/listen","params":{`+meta2026+`}}`,
+		"mcp-protocol-version", "2026-07-28", "mcp-method", "subscriptions/listen")
+	for _, r := range []*gateway.Request{get, listen} {
+		x, v := p.HandleRequest(ctx, r)
+		if v.Local != nil {
+			t.Fatalf("%s refused: %d %s", r.Method, v.Local.Status, v.Local.Body)
+		}
+		mode, err := x.ResponseHeaders(200, mcp.Header{"content-type": {"text/event-stream"}})
+		if err != nil || mode != gateway.StreamSSE {
+			t.Fatalf("mode %v err %v", mode, err)
+		}
+		var out strings.Builder
+		if err := x.NewEventRewriter(ctx).Write([]byte(event), func(b []byte) error { out.Write(b); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if out.String() != event {
+			t.Errorf("stream changed: %q", out.String())
+		}
+	}
+	if strings.Join(changed, ",") != "demo,demo" {
+		t.Errorf("refreshes asked: %v", changed)
+	}
+}

@@ -253,6 +253,7 @@ type Exchange struct {
 	// log notifications.
 	shapeResult  bool
 	fromCatalog  bool // tools/list answered from the catalog
+	watchTools   bool // a notification stream read for tools/list_changed
 	shaper       *shape.Shaper
 	coerced      []byte            // the arguments after coercion (nil: unchanged)
 	warnings     []args.Warning    // coercions applied
@@ -380,6 +381,7 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 			return Verdict{Local: l}
 		}
 		x.outcome = OutcomeAllow
+		x.watchTools = r.Method == "GET" && p.opts.OnToolsChanged != nil
 		return p.forwardVerdict(x, nil, false)
 	default:
 		x.outcome = OutcomeInvalid
@@ -513,6 +515,7 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 	}
 	x.listKind = listKinds[msg.Method]
 	x.shapeResult = p.opts.Catalog != nil && textResults[msg.Method]
+	x.watchTools = msg.Method == "subscriptions/listen" && p.opts.OnToolsChanged != nil
 	return p.forwardVerdict(x, body, changed)
 }
 

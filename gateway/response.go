@@ -66,6 +66,13 @@ func (x *Exchange) ResponseHeaders(status int, h mcp.Header) (ResponseMode, erro
 		return PassThrough, err
 	}
 	if x.listKind == "" && !x.shapeResult {
+		// A notification stream (an older revision's GET stream,
+		// subscriptions/listen) is read, never changed, for the
+		// upstream's notifications/tools/list_changed.
+		if x.watchTools && strings.HasPrefix(strings.ToLower(h.Get("content-type")), "text/event-stream") &&
+			(h.Get("content-encoding") == "" || strings.EqualFold(h.Get("content-encoding"), "identity")) {
+			return StreamSSE, nil
+		}
 		return PassThrough, nil
 	}
 	// Whatever the status, a body a client would decode as JSON-RPC is
@@ -113,6 +120,9 @@ func (x *Exchange) shape(ctx context.Context, body []byte) ([]byte, error) {
 	}
 	if msg.Kind == mcp.KindNotification && x.shapeResult {
 		return shapeNotification(body, msg)
+	}
+	if x.listKind == "" && !x.shapeResult {
+		return nil, nil // watched only
 	}
 	if msg.Kind != mcp.KindResponse || msg.Result == nil {
 		// A server request or notification inside the stream, or a
