@@ -395,13 +395,15 @@ func (p *Pipeline) writeListedTool(enc *jsontext.Encoder, upstream string, t *Ca
 	}
 	_ = enc.WriteToken(jsontext.BeginObject)
 	str("name", t.Name)
-	title := t.Title
+	// Titles and descriptions reach the model: invisible, bidi and tag
+	// characters an upstream put in them are removed (lint reports them).
+	title := shape.Sanitise(t.Title, -1)
 	if title == "" {
 		title = titleFromName(t.Name)
 	}
 	str("title", title)
-	if t.Description != "" {
-		str("description", t.Description)
+	if d := shape.Sanitise(t.Description, -1); d != "" {
+		str("description", d)
 	}
 	_ = enc.WriteToken(jsontext.String("inputSchema"))
 	schema := p.listedSchema(t)

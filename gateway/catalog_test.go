@@ -42,7 +42,7 @@ var catalogDecls = map[string]map[string]policy.ToolDeclaration{"demo": {
 
 func newCatalog() *staticCatalog {
 	return &staticCatalog{loaded: true, tools: []gateway.CatalogTool{
-		{Name: "get_booking", Title: "Get a booking", Description: "Reads one booking.", Hash: "h1", State: policy.CatalogApproved,
+		{Name: "get_booking", Title: "Get a\u200b booking", Description: "Reads one\u202e booking.\U000E0041", Hash: "h1", State: policy.CatalogApproved,
 			InputSchema: jsontext.Value(`{"type":"object","properties":{"booking_id":{"type":"string","x-mcp-header":"Booking"},"tenant":{"type":"string"},"verbose":{"type":"boolean"},"limit":{"type":"integer"}},"required":["booking_id","tenant"]}`)},
 		{Name: "create_booking", Hash: "h2", State: policy.CatalogApproved,
 			InputSchema: jsontext.Value(`{"type":"object","properties":{"customer_id":{"type":"string"},"slots":{"type":"integer"}}}`)},
@@ -111,7 +111,7 @@ func TestToolsListFromCatalog(t *testing.T) {
 		t.Fatalf("tools %v, cursor %v", names, r.Result.NextCursor)
 	}
 	get, create := r.Result.Tools[0], r.Result.Tools[1]
-	if get.Title != "Get a booking" || create.Title != "Create booking" {
+	if get.Title != "Get a booking" || create.Title != "Create booking" || !strings.Contains(string(v.Local.Body), `"description":"Reads one booking."`) {
 		t.Errorf("titles %q %q", get.Title, create.Title)
 	}
 	if _, ok := get.InputSchema.Properties["tenant"]; ok || strings.Join(get.InputSchema.Required, ",") != "booking_id" {
