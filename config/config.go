@@ -162,6 +162,10 @@ type Policy struct {
 	// workspace_id and org_id, that would let a model choose a tenant;
 	// a tools/call carrying one is refused (compared case-insensitively).
 	TenantArguments []string `yaml:"tenant_arguments"`
+	// SecretNames are member names dropped from every tool result at any
+	// depth (case, "_", "-", "." and spaces ignored; "*" a wildcard),
+	// whatever the declarations' result_fields allow.
+	SecretNames []string `yaml:"secret_names"`
 }
 
 // Limits bound what a client can send.

@@ -134,6 +134,9 @@
 //     directory (with Parse).
 //   - policy.watch (boolean; default true): reload the policy when a file in
 //     policy.dirs changes. SIGHUP always reloads. No effect without dirs.
+//   - policy.secret_names (list of strings; default none): member names
+//     dropped from every tool result at any depth (case, "_", "-", "."
+//     and spaces ignored; "*" a wildcard).
 //   - policy.tenant_arguments (list of strings; default none): argument
 //     names, besides tenant, tenant_id, workspace_id and org_id, that would
 //     let a model choose a tenant; a tools/call carrying one is refused.

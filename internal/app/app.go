@@ -134,6 +134,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 		MaxSSEEventBytes: cfg.Limits.MaxSSEEventBytes,
 		AllowedOrigins:   cfg.Transport.AllowedOrigins,
 		TenantArguments:  cfg.Policy.TenantArguments,
+		SecretNames:      cfg.Policy.SecretNames,
 		Authenticator:    authenticator,
 		ResourceMetadata: metadata,
 		Asserter:         asserter,

@@ -36,7 +36,8 @@ type quickstartFile struct {
 		Tools   map[string]toolDeclaration `yaml:"tools"`
 	} `yaml:"upstreams"`
 	Policy struct {
-		Dirs []string `yaml:"dirs"`
+		Dirs        []string `yaml:"dirs"`
+		SecretNames []string `yaml:"secret_names"`
 	} `yaml:"policy"`
 	Log struct {
 		Format string `yaml:"format"`
