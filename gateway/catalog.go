@@ -92,27 +92,34 @@ func (p *Pipeline) schema(t *CatalogTool) (*args.Schema, error) {
 // shaper returns the compiled result shaping of a declared tool, nil when
 // its declaration asks for none.
 func (p *Pipeline) shaper(upstream, tool string) *shape.Shaper {
+	d, ok := p.opts.Declarations[upstream][tool]
+	if !ok {
+		// Undeclared (a permissive policy let it through): only the
+		// secret names apply. Not cached per name: the client picks it.
+		return p.secretShaper
+	}
 	key := toolKey{upstream, tool}
 	if v, ok := p.schemas.shapers.Load(key); ok {
 		return v.(*shape.Shaper)
 	}
-	d, ok := p.opts.Declarations[upstream][tool]
 	var s *shape.Shaper
-	if ok && (len(d.ResultFields) > 0 || len(d.UntrustedText) > 0 || len(p.opts.SecretNames) > 0) {
+	if len(d.ResultFields) > 0 || len(d.UntrustedText) > 0 || len(p.opts.SecretNames) > 0 {
 		var err error
 		s, err = shape.Compile(shape.Rules{ResultFields: d.ResultFields, UntrustedText: d.UntrustedText, SecretNames: p.opts.SecretNames})
 		if err != nil {
 			// Declarations are validated at load; fail closed all the same:
-			// a shaper that keeps nothing.
+			// an allowlist nothing matches withholds every field.
 			p.log.Error("result shaping of a declared tool cannot be compiled; its results are withheld", "upstream", upstream, "tool", tool, "error", err)
-			s = nil
-			p.schemas.shapers.Store(key, (*shape.Shaper)(nil))
-			return nil
+			s, _ = shape.Compile(shape.Rules{ResultFields: []string{withheldField}})
 		}
 	}
 	p.schemas.shapers.Store(key, s)
 	return s
 }
+
+// withheldField is the only field an allowlist keeps when a tool's own
+// shaping cannot be compiled: none of an upstream's.
+const withheldField = "mcpgate_withheld"
 
 // catalogTool fills the policy's view of a called tool from the catalog
 // and checks the call's arguments against the listed inputSchema. It
@@ -155,6 +162,9 @@ func (p *Pipeline) catalogTool(x *Exchange) bool {
 			Argument: pr.Argument, Code: pr.Code, Message: pr.Message, Allowed: pr.Allowed, Expected: pr.Expected})
 	}
 	x.coerced, x.warnings, x.headerParams = res.Arguments, res.Warnings, s.HeaderParams()
+	if res.Arguments != nil {
+		in.Message.Arguments = res.Arguments // the policy judges what is forwarded
+	}
 	return true
 }
 
@@ -340,9 +350,11 @@ func argumentText(arguments []byte, name string) (string, bool) {
 func (p *Pipeline) listAnswer(ctx context.Context, x *Exchange) *Local {
 	tools, loaded := p.opts.Catalog.Tools(x.req.Upstream)
 	if !loaded {
+		x.outcome = OutcomeError
 		return catalogUnavailable(x.msg)
 	}
 	if _, has, _ := member(x.msg.Params, "cursor"); has {
+		x.outcome = OutcomeInvalid
 		return local(200, mcp.ErrorResponse(x.msg.ID, &mcp.Error{Code: mcp.CodeInvalidParams,
 			Message: "Invalid cursor: this server lists every tool on one page; call tools/list without a cursor."}))
 	}
@@ -384,6 +396,9 @@ func (p *Pipeline) listAnswer(ctx context.Context, x *Exchange) *Local {
 		_ = enc.WriteToken(jsontext.Int(p.opts.ListTTL.Milliseconds()))
 	}
 	_ = enc.WriteToken(jsontext.EndObject)
+	// An allowed request the gateway answers for the upstream, from its
+	// catalog: counted as allowed, not as a local answer.
+	x.fromCatalog = true
 	return local(200, mcp.ResultResponse(x.msg.ID, bytes.TrimSuffix(out.Bytes(), []byte("\n"))))
 }
 

@@ -350,3 +350,65 @@ func TestListChangedOnNotificationStreams(t *testing.T) {
 		t.Errorf("refreshes asked: %v", changed)
 	}
 }
+
+// TestStreamsRelayWhatNeedsNoShaping: notifications that need no change
+// are relayed as they are in a tool call's stream, and a watched GET stream
+// relays even events that are not JSON (nothing there is shaped or
+// withheld).
+func TestStreamsRelayWhatNeedsNoShaping(t *testing.T) {
+	ctx := context.Background()
+	p := newCatalogPipeline(t, newCatalog())
+	relay := func(x *gateway.Exchange, events ...string) string {
+		t.Helper()
+		var out strings.Builder
+		w := x.NewEventRewriter(ctx)
+		for _, ev := range events {
+			if err := w.Write([]byte(ev), func(b []byte) error { out.Write(b); return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return out.String()
+	}
+	x, v := p.HandleRequest(ctx, authReq("POST", "good-bookings:write", callArgs("create_booking", `{"customer_id":"C-1"}`), callHeaders("create_booking")...))
+	if v.Local != nil {
+		t.Fatalf("refused: %s", v.Local.Body)
+	}
+	if mode, _ := x.ResponseHeaders(200, mcp.Header{"content-type": {"application/json"}}); mode != gateway.PassThrough {
+		t.Errorf("a JSON answer needing no shaping is buffered: mode %v", mode)
+	}
+	x, _ = p.HandleRequest(ctx, authReq("POST", "good-bookings:write", callArgs("create_booking", `{"customer_id":"C-1"}`), callHeaders("create_booking")...))
+	if mode, _ := x.ResponseHeaders(200, mcp.Header{"content-type": {"text/event-stream"}}); mode != gateway.StreamSSE {
+		t.Fatalf("mode %v", mode)
+	}
+	plain := []string{
+		"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":\"p\",\"progress\":1}}\n\n",
+		"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":42}}\n\n",
+		"data: {\"jsonrpc\":\"2.0\",\"id\":9,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"ok\"}]}}\n\n",
+	}
+	if got := relay(x, plain...); got != strings.Join(plain, "") {
+		t.Errorf("relayed %q", got)
+	}
+
+	get := authReq("GET", "good-bookings:read", "", "mcp-protocol-version", "2025-11-25")
+	get.Body = nil
+	q := gateway.New(mustEngine(t), gateway.Options{Declarations: catalogDecls, MaxBodyBytes: 1 << 16, MaxJSONDepth: 16, MaxSSEEventBytes: 1 << 20,
+		Authenticator: &fakeAuth{}, Catalog: newCatalog(), OnToolsChanged: func(string) {}})
+	x, v = q.HandleRequest(ctx, get)
+	if v.Local != nil {
+		t.Fatal(v.Local.Status)
+	}
+	x.ResponseHeaders(200, mcp.Header{"content-type": {"text/event-stream"}})
+	odd := []string{"data: not json\n\n", ": comment\n\n", "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n"}
+	if got := relay(x, odd...); got != strings.Join(odd, "") {
+		t.Errorf("watched stream changed: %q", got)
+	}
+}
+
+func mustEngine(t *testing.T) *policy.Engine {
+	t.Helper()
+	eng, err := policy.New(context.Background(), policy.Options{Declarations: catalogDecls})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eng
+}

@@ -155,8 +155,9 @@ type Pipeline struct {
 	m          *Metrics
 	schemas    schemaCache
 	// textShaper shapes resources/read results (secret names, untrusted
-	// text).
-	textShaper *shape.Shaper
+	// text); secretShaper drops the secret names from the results of
+	// undeclared tools (nil without secret names).
+	textShaper, secretShaper *shape.Shaper
 }
 
 type deciderBox struct{ Decider }
@@ -177,10 +178,14 @@ func New(d Decider, o Options) *Pipeline {
 	p.decider.Store(&deciderBox{d})
 	ts, err := shape.Compile(shape.Rules{SecretNames: o.SecretNames})
 	if err != nil {
-		p.log.Error("secret names cannot be compiled; resources are shaped without them", "error", err)
-		ts, _ = shape.Compile(shape.Rules{})
+		// Fail closed: an allowlist nothing matches.
+		p.log.Error("policy.secret_names cannot be compiled; tool results of undeclared tools and resources are withheld", "error", err)
+		ts, _ = shape.Compile(shape.Rules{ResultFields: []string{withheldField}})
 	}
 	p.textShaper = ts
+	if len(o.SecretNames) > 0 {
+		p.secretShaper = ts
+	}
 	return p
 }
 
@@ -254,6 +259,7 @@ type Exchange struct {
 	shapeResult  bool
 	fromCatalog  bool // tools/list answered from the catalog
 	watchTools   bool // a notification stream read for tools/list_changed
+	shapeNotes   bool // an SSE answer whose progress and log notifications are shaped
 	shaper       *shape.Shaper
 	coerced      []byte            // the arguments after coercion (nil: unchanged)
 	warnings     []args.Warning    // coercions applied
@@ -477,9 +483,6 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 	x.outcome = OutcomeAllow
 	switch {
 	case msg.Method == "tools/list" && p.opts.Catalog != nil:
-		// An allowed request the gateway answers for the upstream, from
-		// its catalog: counted as allowed.
-		x.fromCatalog = true
 		return Verdict{Local: p.listAnswer(ctx, x)}
 	case msg.Method == "tools/call":
 		var extra mcp.Header
@@ -501,10 +504,11 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 			}
 		}
 		x.shaper = p.shaper(r.Upstream, msg.Name)
-		// With the contracts on, a tool's stream is inspected even when its
+		x.shapeResult = x.shaper != nil || len(x.warnings) > 0
+		// With the contracts on, a tool's stream is read even when its
 		// result needs no shaping: its progress and log notifications
 		// carry text too.
-		x.shapeResult = x.shaper != nil || len(x.warnings) > 0 || p.opts.Catalog != nil
+		x.shapeNotes = p.opts.Catalog != nil
 		v := p.forwardVerdict(x, body, changed)
 		for k, vals := range extra {
 			if v.SetHeader != nil {

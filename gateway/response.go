@@ -68,8 +68,10 @@ func (x *Exchange) ResponseHeaders(status int, h mcp.Header) (ResponseMode, erro
 	if x.listKind == "" && !x.shapeResult {
 		// A notification stream (an older revision's GET stream,
 		// subscriptions/listen) is read, never changed, for the
-		// upstream's notifications/tools/list_changed.
-		if x.watchTools && strings.HasPrefix(strings.ToLower(h.Get("content-type")), "text/event-stream") &&
+		// upstream's notifications/tools/list_changed; a tool call's
+		// stream for its progress and log notifications. A JSON answer
+		// that needs no shaping passes untouched.
+		if (x.watchTools || x.shapeNotes) && strings.HasPrefix(strings.ToLower(h.Get("content-type")), "text/event-stream") &&
 			(h.Get("content-encoding") == "" || strings.EqualFold(h.Get("content-encoding"), "identity")) {
 			return StreamSSE, nil
 		}
@@ -111,6 +113,16 @@ func (x *Exchange) ResponseBody(ctx context.Context, body []byte) ([]byte, bool,
 // shape returns the rewritten message, nil when nothing changes, or an error
 // when body is not the JSON-RPC answer to this request.
 func (x *Exchange) shape(ctx context.Context, body []byte) ([]byte, error) {
+	if x.listKind == "" && !x.shapeResult && !x.shapeNotes {
+		// A watched notification stream: read for tools/list_changed,
+		// relayed as it is, never withheld (nothing in it is shaped).
+		if x.p.opts.OnToolsChanged != nil && bytes.Contains(body, []byte("notifications/tools/list_changed")) {
+			if msg, perr := mcp.Parse(body, x.p.opts.MaxJSONDepth); perr == nil && msg.Kind == mcp.KindNotification && msg.Method == "notifications/tools/list_changed" {
+				x.p.opts.OnToolsChanged(x.req.Upstream)
+			}
+		}
+		return nil, nil
+	}
 	msg, perr := mcp.Parse(body, x.p.opts.MaxJSONDepth)
 	if perr != nil {
 		return nil, errors.Join(ErrUpstreamResponse, perr)
@@ -118,11 +130,8 @@ func (x *Exchange) shape(ctx context.Context, body []byte) ([]byte, error) {
 	if msg.Kind == mcp.KindNotification && msg.Method == "notifications/tools/list_changed" && x.p.opts.OnToolsChanged != nil {
 		x.p.opts.OnToolsChanged(x.req.Upstream)
 	}
-	if msg.Kind == mcp.KindNotification && x.shapeResult {
+	if msg.Kind == mcp.KindNotification && (x.shapeResult || x.shapeNotes) {
 		return shapeNotification(body, msg)
-	}
-	if x.listKind == "" && !x.shapeResult {
-		return nil, nil // watched only
 	}
 	if msg.Kind != mcp.KindResponse || msg.Result == nil {
 		// A server request or notification inside the stream, or a
@@ -133,6 +142,9 @@ func (x *Exchange) shape(ctx context.Context, body []byte) ([]byte, error) {
 	// request, whatever its id: upstreams rewrite ids (1.0 → 1, big
 	// integers rounded), and a byte comparison would let a list through
 	// unfiltered. The id is relayed as the upstream wrote it.
+	if x.shapeNotes && !x.shapeResult {
+		return nil, nil // the result itself needs nothing
+	}
 	if x.shapeResult {
 		result, err := x.shapeAnswer(msg.Result)
 		if err != nil || result == nil {
@@ -145,6 +157,15 @@ func (x *Exchange) shape(ctx context.Context, body []byte) ([]byte, error) {
 		return nil, err
 	}
 	return mcp.ResultResponse(msg.ID, result), nil
+}
+
+// requestID is the id of the exchange's request, null for a stream that
+// answers none (an older revision's GET stream).
+func (x *Exchange) requestID() []byte {
+	if x.msg == nil {
+		return jsonNull
+	}
+	return idOrNull(x.msg.ID)
 }
 
 // shapeAnswer shapes the result of the exchange's request by its method.
@@ -174,8 +195,11 @@ func shapeNotification(body []byte, msg *mcp.Message) ([]byte, error) {
 		return nil, nil
 	}
 	params, err := shape.NotificationParams(msg.Method, msg.Params, 0)
-	if err != nil || params == nil {
+	if err != nil {
 		return nil, errors.Join(ErrUpstreamResponse, err)
+	}
+	if params == nil {
+		return nil, nil
 	}
 	return withMember(body, "params", params)
 }
@@ -357,7 +381,7 @@ func (w *EventRewriter) Write(chunk []byte, emit func([]byte) error) error {
 	w.failed = true
 	w.x.p.log.LogAttrs(w.ctx, slog.LevelWarn, "upstream event stream withheld", slog.String("mcp_method", w.x.label), slog.Any("error", err))
 	w.buf = sse.AppendEvent(w.buf[:0], sse.Event{Type: "message", HasData: true,
-		Data: mcp.ErrorResponse(w.x.msg.ID, &mcp.Error{Code: mcp.CodeInternalError, Message: uncheckable})})
+		Data: mcp.ErrorResponse(w.x.requestID(), &mcp.Error{Code: mcp.CodeInternalError, Message: uncheckable})})
 	return emit(w.buf)
 }
 
@@ -392,7 +416,7 @@ func (w *EventRewriter) event(raw []byte, emit func([]byte) error) error {
 		// The stream is under way: the status can no longer change, so
 		// the unchecked answer is replaced by a JSON-RPC error event.
 		w.x.p.log.LogAttrs(w.ctx, slog.LevelWarn, "upstream event cannot be inspected", slog.String("mcp_method", w.x.label), slog.Any("error", err))
-		out = mcp.ErrorResponse(w.x.msg.ID, &mcp.Error{Code: mcp.CodeInternalError, Message: uncheckable})
+		out = mcp.ErrorResponse(w.x.requestID(), &mcp.Error{Code: mcp.CodeInternalError, Message: uncheckable})
 	}
 	if out == nil {
 		return emit(raw)
