@@ -32,6 +32,11 @@ type identity struct {
 	auditor *store.Auditor
 	audits  chan store.AuditRecord
 	auditWG sync.WaitGroup
+	// auditMu guards audits against close: a request or a catalog drift
+	// still running at shutdown records directly instead of sending on a
+	// closed channel.
+	auditMu     sync.RWMutex
+	auditClosed bool
 	rights  rights.Source
 	tokens  *tokens.Service
 	signer  *assertion.Signer
@@ -265,8 +270,14 @@ func (id *identity) startAudit(ctx context.Context, log *slog.Logger) {
 
 // audit queues a record (gateway.Options.Audit): stamped now, written by a
 // worker so the request does not wait for the store's write.
-func (id *identity) audit(_ context.Context, r store.AuditRecord) {
+func (id *identity) audit(ctx context.Context, r store.AuditRecord) {
 	r.Time = time.Now()
+	id.auditMu.RLock()
+	defer id.auditMu.RUnlock()
+	if id.auditClosed {
+		_, _ = id.auditor.Record(context.WithoutCancel(ctx), r)
+		return
+	}
 	id.audits <- r
 }
 
@@ -275,11 +286,13 @@ func (id *identity) close() {
 	if id == nil {
 		return
 	}
-	if id.audits != nil {
+	id.auditMu.Lock()
+	if id.audits != nil && !id.auditClosed {
+		id.auditClosed = true
 		close(id.audits)
-		id.auditWG.Wait()
-		id.audits = nil
 	}
+	id.auditMu.Unlock()
+	id.auditWG.Wait()
 	if id.store != nil {
 		_ = id.store.Close()
 	}
