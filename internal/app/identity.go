@@ -37,11 +37,11 @@ type identity struct {
 	// closed channel.
 	auditMu     sync.RWMutex
 	auditClosed bool
-	rights  rights.Source
-	tokens  *tokens.Service
-	signer  *assertion.Signer
-	keys    string // assertion keys file, reread on reload
-	admin   *admin.API
+	rights      rights.Source
+	tokens      *tokens.Service
+	signer      *assertion.Signer
+	keys        string // assertion keys file, reread on reload
+	admin       *admin.API
 	// audiences maps an upstream name to the aud of its assertions.
 	audiences map[string]string
 	// keyReloads counts assertion key reloads by result.
