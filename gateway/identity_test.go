@@ -346,3 +346,18 @@ func TestUpstreamRefusingTheAssertion(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestAuditOnlyForwardedCallsAsAllowed: a write the policy allows but the
+// gateway then cannot forward (no assertion could be signed: 503) is not
+// recorded as allowed.
+func TestAuditOnlyForwardedCallsAsAllowed(t *testing.T) {
+	var log auditLog
+	p := newIdentityPipeline(t, gateway.Options{Audit: log.add, Asserter: &recordingAsserter{err: errors.New("no key")}})
+	_, v := p.HandleRequest(context.Background(), authReq("POST", "good-bookings:write", callBody("1", "create_booking"), callHeaders("create_booking")...))
+	if v.Local == nil || v.Local.Status != 503 {
+		t.Fatalf("%+v", v.Local)
+	}
+	if len(log.recs) != 0 {
+		t.Errorf("recorded %+v", log.recs)
+	}
+}

@@ -462,7 +462,9 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 	}
 	d := p.decide(ctx, x, policy.PhaseRequest, nil)
 	x.decision = d
-	p.audit(ctx, x, d)
+	if !d.Allow {
+		p.audit(ctx, x, d)
+	}
 	if !d.Allow {
 		if x.outcome == "" {
 			x.outcome = OutcomeDeny
@@ -514,6 +516,9 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 			if v.SetHeader != nil {
 				v.SetHeader[k] = vals
 			}
+		}
+		if v.Local == nil {
+			p.audit(ctx, x, d) // allowed and forwarded
 		}
 		return v
 	}
