@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway/mcp"
-	"github.com/mcpgate/mcpgate/gateway/refusal"
 	"github.com/mcpgate/mcpgate/policy"
 	"github.com/mcpgate/mcpgate/store"
 )
@@ -123,21 +122,8 @@ const RetryAfterSeconds = "5"
 // unavailable is the 503 answer (with Retry-After) to a message the
 // gateway cannot decide on now; fail closed.
 func unavailable(msg *mcp.Message, cause string) *Local {
-	reasons := []policy.Reason{{Code: "unavailable", Cause: cause, Fix: "Retry in a few seconds."}}
-	var l *Local
-	switch {
-	case msg != nil && msg.Kind == mcp.KindNotification:
-		l = local(503, nil)
-	case msg != nil && msg.Kind == mcp.KindRequest:
-		l = local(503, refusal.AuthError(msg.ID, reasons, ""))
-	default:
-		l = local(503, refusal.AuthError(jsonNull, reasons, ""))
-	}
-	if l.Header == nil {
-		l.Header = mcp.Header{}
-	}
-	l.Header.Set("retry-after", RetryAfterSeconds)
-	return l
+	f := &AuthFailure{Status: 503, Code: "unavailable", Message: cause, Fix: "Retry in a few seconds."}
+	return authLocal(f, msg, []policy.Reason{{Code: f.Code, Cause: f.Message, Fix: f.Fix}}, "")
 }
 
 // assert adds the signed identity assertion to a forwarded request.

@@ -607,16 +607,15 @@ func authLocal(f *AuthFailure, msg *mcp.Message, reasons []policy.Reason, decisi
 	default: // no message (GET, DELETE) or a client's response
 		l = local(f.Status, refusal.AuthError(jsonNull, reasons, decisionID))
 	}
-	if f.WWWAuthenticate != "" {
+	if f.WWWAuthenticate != "" || f.Status == 503 {
 		if l.Header == nil {
 			l.Header = mcp.Header{}
 		}
+	}
+	if f.WWWAuthenticate != "" {
 		l.Header.Set("www-authenticate", f.WWWAuthenticate)
 	}
 	if f.Status == 503 {
-		if l.Header == nil {
-			l.Header = mcp.Header{}
-		}
 		l.Header.Set("retry-after", RetryAfterSeconds)
 	}
 	return l
