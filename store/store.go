@@ -18,7 +18,8 @@
 //   - Identifiers (token ids, tenants, creators, session ids, audit ids)
 //     are non-empty, at most MaxIDLen bytes, and contain no NUL byte.
 //   - Errors: ErrNotFound, ErrExists, ErrInvalid (wrapped with the reason),
-//     ErrClosed after Close; a cancelled or expired context gives the
+//     ErrConflict (a replay entry or pending action in another state than
+//     the call requires), ErrClosed after Close; a cancelled or expired context gives the
 //     context's error; anything else is a backend failure, wrapped with the
 //     operation's name.
 //   - Every method is safe for concurrent use, also across processes that
@@ -45,6 +46,10 @@ var (
 	ErrInvalid = errors.New("store: invalid argument")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("store: closed")
+	// ErrConflict: the record is in another state than the call requires
+	// (a replay entry claimed by another request, an action no longer in
+	// the expected state); the message names the current state.
+	ErrConflict = errors.New("store: conflict")
 )
 
 // MaxIDLen is the maximum length, in bytes, of every identifier the store
@@ -71,7 +76,11 @@ const (
 type Store interface {
 	TokenStore
 	SessionStore
+	TaskStore
+	SwitchStore
 	AuditStore
+	ReplayStore
+	ActionStore
 	// Ping checks that the backend answers.
 	Ping(ctx context.Context) error
 	// Close releases the backend; later calls return ErrClosed. Close is
@@ -144,6 +153,9 @@ type Token struct {
 	// Rights are the token's rights, as granted (capped at the creator's
 	// rights at creation). The order is kept; empty is returned as nil.
 	Rights []string
+	// Toolset is the toolset the token's connection is bound to (config
+	// toolsets); "" means the built-in "full" (every tool).
+	Toolset string
 	// CreatedAt is required. ExpiresAt zero means no expiry; otherwise it
 	// must be after CreatedAt.
 	CreatedAt time.Time

@@ -16,7 +16,7 @@ func Wrap(op string, err, closed error) error {
 	case errors.Is(err, closed):
 		return fmt.Errorf("%s: %w", op, ErrClosed)
 	case errors.Is(err, ErrNotFound), errors.Is(err, ErrExists),
-		errors.Is(err, ErrInvalid), errors.Is(err, ErrClosed):
+		errors.Is(err, ErrInvalid), errors.Is(err, ErrClosed), errors.Is(err, ErrConflict):
 		return err
 	}
 	return fmt.Errorf("%s: %w", op, err)

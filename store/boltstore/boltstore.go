@@ -15,8 +15,11 @@
 //	token_creator   creator 0x00 time(8) id → ""
 //	sessions        session id → binding and expiry (JSON)
 //	session_expiry  time(8) session id → ""              for the sweeper
+//	tasks           upstream 0x00 task id → binding and expiry (JSON; tasks.go)
+//	task_expiry     time(8) upstream 0x00 task id → ""   for the sweeper
 //	audit           time(8) audit id → record (JSON)
 //	audit_tenant    tenant 0x00 time(8) audit id → ""
+//	switches        0x00 (global) or tenant → kill switch (JSON; switches.go)
 //
 // time(8) is codec.SortableTime (microseconds, big-endian, sign bit
 // flipped), so byte order is time order; identifiers never contain 0x00
@@ -24,7 +27,9 @@
 // and its index entries in one transaction.
 //
 // Session expiry is checked on every read; a sweeper deletes expired
-// bindings every Options.SweepInterval.
+// bindings every Options.SweepInterval. The write-safety buckets (replay
+// window, pending actions) are described in writes.go; the same sweeper
+// deletes their expired entries.
 package boltstore
 
 import (
@@ -72,7 +77,7 @@ var (
 	bAuditTenant   = []byte("audit_tenant")
 
 	allBuckets = [][]byte{bMeta, bTokens, bTokenHash, bTokenCreated, bTokenTenant, bTokenCreator,
-		bSessions, bSessionExpiry, bAudit, bAuditTenant}
+		bSessions, bSessionExpiry, bAudit, bAuditTenant, bSwitches}
 
 	keySchema = []byte("schema")
 )
@@ -98,6 +103,8 @@ type Store struct {
 	db     *bolt.DB
 	now    func() time.Time
 	closed atomic.Bool
+	// writers counts the write-safety writes in flight (see Store.write).
+	writers atomic.Int64
 
 	stopSweep context.CancelFunc
 	sweepDone chan struct{}
@@ -146,7 +153,7 @@ func Open(path string, opts Options) (*Store, error) {
 }
 
 func initSchema(tx *bolt.Tx) error {
-	for _, name := range allBuckets {
+	for _, name := range append(allBuckets[:len(allBuckets):len(allBuckets)], writeBuckets...) {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return fmt.Errorf("create bucket %s: %w", name, err)
 		}
@@ -501,6 +508,8 @@ func (s *Store) sweepLoop(ctx context.Context, every time.Duration) {
 			// Errors are not fatal: reads never return expired bindings,
 			// and the next tick tries again.
 			_, _ = s.SweepSessions(ctx)
+			_, _ = s.SweepTasks(ctx)
+			_, _ = s.SweepWrites(ctx)
 		}
 	}
 }

@@ -28,6 +28,7 @@
 //	token:tenant:<tenant>     zset: id scored by created_at (µs)
 //	token:creator:<creator>   zset: id scored by created_at (µs)
 //	session:<session id>      hash: connection, tenant, subject; PEXPIRE ttl
+//	task:<n>:<upstream>:<id>  hash: connection, tenant, subject, tool; PEXPIRE ttl (tasks.go)
 //	audit:rec                 hash: audit id → record (JSON)
 //	audit:all                 zset: audit id scored by time (µs)
 //	audit:tenant:<tenant>     zset: audit id scored by time (µs)

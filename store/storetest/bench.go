@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -86,4 +87,61 @@ func Bench(b *testing.B, open OpenFunc) {
 	}
 	b.Run("TokenByHash", func(b *testing.B) { tokenByHash(b, false) })
 	b.Run("TokenByHash/parallel", func(b *testing.B) { tokenByHash(b, true) })
+	benchWrites(b, fresh)
+}
+
+// benchWrites measures what the store adds to a silent write (issue 6):
+//
+//	ReplayWrite           ClaimReplay + FinishReplay of a new fingerprint
+//	                      with a 1 KiB result, one caller at a time
+//	ReplayWrite/parallel  the same, GOMAXPROCS×16 callers
+//	ReplayHit             ClaimReplay of a finished fingerprint (a repeat)
+func benchWrites(b *testing.B, fresh func(*testing.B) store.Store) {
+	result := []byte(`{"content":[{"type":"text","text":"` + strings.Repeat("x", 1000) + `"}]}`)
+	write := func(b *testing.B, st store.Store, i int64) error {
+		key, claim := fmt.Sprintf("fp-%012d", i), fmt.Sprintf("claim-%d", i)
+		e := store.ReplayEntry{Claim: claim, State: store.ReplayRunning, Digest: "d"}
+		if _, won, err := st.ClaimReplay(b.Context(), key, e, time.Hour); err != nil || !won {
+			return fmt.Errorf("claim %s: won %v, %v", key, won, err)
+		}
+		return st.FinishReplay(b.Context(), key, claim, store.ReplayDone, result, time.Hour)
+	}
+	b.Run("ReplayWrite", func(b *testing.B) {
+		st := fresh(b)
+		var i int64
+		b.ReportAllocs()
+		for b.Loop() {
+			i++
+			if err := write(b, st, i); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("ReplayWrite/parallel", func(b *testing.B) {
+		st := fresh(b)
+		var seq atomic.Int64
+		b.ReportAllocs()
+		b.SetParallelism(16)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if err := write(b, st, seq.Add(1)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+	b.Run("ReplayHit", func(b *testing.B) {
+		st := fresh(b)
+		if err := write(b, st, 0); err != nil {
+			b.Fatal(err)
+		}
+		e := store.ReplayEntry{Claim: "repeat", State: store.ReplayRunning}
+		b.ReportAllocs()
+		for b.Loop() {
+			if cur, won, err := st.ClaimReplay(b.Context(), fmt.Sprintf("fp-%012d", 0), e, time.Hour); err != nil || won || cur.State != store.ReplayDone {
+				b.Fatalf("repeat: %+v, won %v, %v", cur, won, err)
+			}
+		}
+	})
 }

@@ -80,7 +80,10 @@ func Run(t *testing.T, open OpenFunc) {
 		{"Closed", testClosed},
 		{"CancelledContext", testCancelledContext},
 		{"Isolation", testIsolation},
+		{"Switches", testSwitchesRun},
 	}
+	tests = append(tests, taskCases...)
+	tests = append(tests, writeCases...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -99,6 +102,7 @@ func newToken(id, tenant, creator string, created time.Time) store.Token {
 		Name:      "name of " + id,
 		Hash:      store.HashSecret("secret " + id),
 		Rights:    []string{"tickets.read", "tickets.write", "contacts.read"},
+		Toolset:   "core",
 		CreatedAt: created,
 		ExpiresAt: created.Add(24 * time.Hour),
 	}
@@ -111,8 +115,8 @@ func show(t store.Token) string {
 	if t.RevokedAt != nil {
 		rev = norm(*t.RevokedAt).Format(time.RFC3339Nano)
 	}
-	return fmt.Sprintf("{id=%q tenant=%q creator=%q name=%q hash=%x rights=%#v created=%s expires=%s revoked=%s}",
-		t.ID, t.Tenant, t.Creator, t.Name, t.Hash, t.Rights,
+	return fmt.Sprintf("{id=%q tenant=%q creator=%q name=%q hash=%x rights=%#v toolset=%q created=%s expires=%s revoked=%s}",
+		t.ID, t.Tenant, t.Creator, t.Name, t.Hash, t.Rights, t.Toolset,
 		fmtTime(t.CreatedAt), fmtTime(t.ExpiresAt), rev)
 }
 

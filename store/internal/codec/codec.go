@@ -52,6 +52,7 @@ const (
 	FieldName    = "name"
 	FieldHash    = "hash"
 	FieldRights  = "rights"
+	FieldToolset = "toolset"
 	FieldCreated = "created_us"
 	FieldExpires = "expires_us"
 	FieldRevoked = "revoked_us"
@@ -77,6 +78,9 @@ func TokenFields(t store.Token) map[string]string {
 	if t.RevokedAt != nil {
 		m[FieldRevoked] = strconv.FormatInt(Micros(*t.RevokedAt), 10)
 	}
+	if t.Toolset != "" {
+		m[FieldToolset] = t.Toolset
+	}
 	return m
 }
 
@@ -87,6 +91,7 @@ func TokenFromFields(m map[string]string) (store.Token, error) {
 		Tenant:  m[FieldTenant],
 		Creator: m[FieldCreator],
 		Name:    m[FieldName],
+		Toolset: m[FieldToolset],
 	}
 	h, err := hex.DecodeString(m[FieldHash])
 	if err != nil || len(h) != len(t.Hash) {
@@ -146,6 +151,7 @@ type token struct {
 	Name      string   `json:"name,omitempty"`
 	Hash      string   `json:"hash"`
 	Rights    []string `json:"rights,omitempty"`
+	Toolset   string   `json:"toolset,omitempty"`
 	CreatedUS int64    `json:"created_us"`
 	ExpiresUS *int64   `json:"expires_us,omitempty"`
 	RevokedUS *int64   `json:"revoked_us,omitempty"`
@@ -155,7 +161,7 @@ type token struct {
 func MarshalToken(t store.Token) ([]byte, error) {
 	w := token{
 		ID: t.ID, Tenant: t.Tenant, Creator: t.Creator, Name: t.Name,
-		Hash: hex.EncodeToString(t.Hash[:]), Rights: t.Rights, CreatedUS: Micros(t.CreatedAt),
+		Hash: hex.EncodeToString(t.Hash[:]), Rights: t.Rights, Toolset: t.Toolset, CreatedUS: Micros(t.CreatedAt),
 	}
 	if !t.ExpiresAt.IsZero() {
 		us := Micros(t.ExpiresAt)
@@ -174,7 +180,7 @@ func UnmarshalToken(b []byte) (store.Token, error) {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return store.Token{}, fmt.Errorf("decode token: %w", err)
 	}
-	t := store.Token{ID: w.ID, Tenant: w.Tenant, Creator: w.Creator, Name: w.Name, Rights: w.Rights, CreatedAt: FromMicros(w.CreatedUS)}
+	t := store.Token{ID: w.ID, Tenant: w.Tenant, Creator: w.Creator, Name: w.Name, Rights: w.Rights, Toolset: w.Toolset, CreatedAt: FromMicros(w.CreatedUS)}
 	if n, err := hex.Decode(t.Hash[:], []byte(w.Hash)); err != nil || n != len(t.Hash) || len(w.Hash) != 2*len(t.Hash) {
 		return store.Token{}, fmt.Errorf("decode token %q: bad hash", w.ID)
 	}

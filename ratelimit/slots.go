@@ -1,0 +1,83 @@
+package ratelimit
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// Slots caps the concurrent calls per key (a credential), keeping part of
+// the capacity for writes (seed 002: two concurrent calls per token with a
+// slot reserved for writes): a key holds at most limit calls, of which at
+// most limit-reservedForWrites are reads. Reads never hold the reserved
+// slots, so a write finds one however many reads run; writes may hold
+// every slot. Safe for concurrent use; in process only (each replica caps
+// its own calls).
+type Slots struct {
+	limit, reads int
+
+	mu   sync.Mutex
+	used map[string]*inUse
+}
+
+type inUse struct{ all, reads int }
+
+// NewSlots returns a cap of limit concurrent calls per key, of which
+// reservedForWrites only writes may use. limit below 1 counts as 1;
+// reservedForWrites is clamped to [0, limit-1] so that reads always get at
+// least one slot (configuration should reject such values before).
+func NewSlots(limit, reservedForWrites int) *Slots {
+	limit = max(limit, 1)
+	reserved := min(max(reservedForWrites, 0), limit-1)
+	return &Slots{limit: limit, reads: limit - reserved, used: map[string]*inUse{}}
+}
+
+// Acquire takes a slot of key for a read or (write true) a write. ok false
+// means the cap is reached; nothing was taken. release gives the slot back;
+// calling it more than once has no further effect.
+func (s *Slots) Acquire(key string, write bool) (release func(), ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u := s.used[key]
+	if u == nil {
+		u = &inUse{}
+	}
+	if u.all >= s.limit || (!write && u.reads >= s.reads) {
+		return func() {}, false
+	}
+	s.used[key] = u
+	u.all++
+	if !write {
+		u.reads++
+	}
+	var done atomic.Bool
+	return func() {
+		if done.Swap(true) {
+			return
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		u.all--
+		if !write {
+			u.reads--
+		}
+		if u.all == 0 {
+			delete(s.used, key)
+		}
+	}, true
+}
+
+// InUse is the number of slots of key taken now.
+func (s *Slots) InUse(key string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if u := s.used[key]; u != nil {
+		return u.all
+	}
+	return 0
+}
+
+// Limit is the per-key cap of all calls.
+func (s *Slots) Limit() int { return s.limit }
+
+// ReadLimit is the per-key cap of reads.
+func (s *Slots) ReadLimit() int { return s.reads }
