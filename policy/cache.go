@@ -18,6 +18,14 @@ type termCaches struct {
 	tools      map[string]map[string]toolEntry
 	transports boundedCache[Transport]
 	clients    boundedCache[Client]
+	// catalogs shares the terms of catalog entries by (hash, listed,
+	// state): the hash covers the title and the annotations.
+	catalogs boundedCache[catalogKey]
+}
+
+type catalogKey struct {
+	hash, state string
+	listed      bool
 }
 
 type toolEntry struct {
@@ -35,27 +43,48 @@ func newTermCaches(declarations map[string]map[string]ToolDeclaration) *termCach
 	for u, tools := range declarations {
 		m := make(map[string]toolEntry, len(tools))
 		for name, d := range tools {
-			m[name] = toolEntry{decl: d, term: toolValue(&Tool{Name: name, Declared: true, ToolDeclaration: d})}
+			// Without a catalog entry toolValue cannot fail.
+			t, _ := toolValue(&Tool{Name: name, Declared: true, ToolDeclaration: d}, nil)
+			m[name] = toolEntry{decl: d, term: t}
 		}
 		c.tools[u] = m
 	}
 	return c
 }
 
-func (c *termCaches) tool(upstream string, t *Tool) *ast.Term {
-	if c != nil && t.Declared && t.Catalog == nil {
+func (c *termCaches) tool(upstream string, t *Tool) (*ast.Term, error) {
+	if c != nil && t.Declared && t.Catalog == nil && len(t.Toolsets) == 0 {
 		if e, ok := c.tools[upstream][t.Name]; ok && sameDeclaration(&e.decl, &t.ToolDeclaration) {
-			return e.term
+			return e.term, nil
 		}
 	}
-	return toolValue(t)
+	return toolValue(t, c)
 }
 
 func sameDeclaration(a, b *ToolDeclaration) bool {
 	return a.Effect == b.Effect && a.Hidden == b.Hidden &&
+		a.Expensive == b.Expensive && a.MovesMoney == b.MovesMoney && a.LegallyBinding == b.LegallyBinding &&
+		a.NotifyObject == b.NotifyObject && a.DeadlineMS == b.DeadlineMS &&
 		slices.Equal(a.Rights, b.Rights) &&
 		slices.Equal(a.UntrustedText, b.UntrustedText) &&
 		slices.Equal(a.ResultFields, b.ResultFields)
+}
+
+// catalog returns the term of a catalog entry, shared by entries with the
+// same definition hash.
+func (c *termCaches) catalog(cat *ToolCatalog) (*ast.Term, error) {
+	if c == nil || cat.Hash == "" {
+		return catalogValue(cat)
+	}
+	k := catalogKey{hash: cat.Hash, state: cat.State, listed: cat.Listed}
+	if t, ok := c.catalogs.m.Load(k); ok {
+		return t.(*ast.Term), nil
+	}
+	t, err := catalogValue(cat)
+	if err != nil {
+		return nil, err
+	}
+	return c.catalogs.get(k, func(*catalogKey) *ast.Term { return t }), nil
 }
 
 func (c *termCaches) transport(t *Transport) *ast.Term {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 )
@@ -29,6 +30,13 @@ var (
 	kCause    = ast.StringTerm("cause")
 	kFix      = ast.StringTerm("fix")
 	kNextTool = ast.StringTerm("next_tool")
+	kResult   = ast.StringTerm("result")
+	kFields   = ast.StringTerm("fields")
+	kDrop     = ast.StringTerm("drop")
+	kConfirm  = ast.StringTerm("confirm")
+	kApproval = ast.StringTerm("approval")
+	kReplay   = ast.StringTerm("replay")
+	kBuckets  = ast.StringTerm("buckets")
 )
 
 // newID returns 16 random lower-case hex digits.
@@ -77,20 +85,146 @@ func readDecision(t *ast.Term, d *Decision) error {
 		return fmt.Errorf("%w: effect %q is not an effect class", ErrInvalidDecision, d.Effect)
 	}
 	if v := obj.Get(kVisible); v != nil {
-		names, err := elems(v, "visible")
-		if err != nil {
+		if d.Visible, err = getStrings(v, "visible", nil); err != nil {
 			return err
 		}
-		d.Visible = make([]string, len(names))
-		for i, n := range names {
-			s, ok := n.Value.(ast.String)
-			if !ok {
-				return fmt.Errorf("%w: visible[%d] is %s, want string", ErrInvalidDecision, i, ast.ValueName(n.Value))
-			}
-			d.Visible[i] = string(s)
+		if d.Visible == nil {
+			d.Visible = []string{}
+		}
+	}
+	if v := obj.Get(kResult); v != nil {
+		d.Result = new(ResultPaths)
+		if err := readResult(v, d.Result); err != nil {
+			return err
+		}
+	}
+	if d.Confirm, err = getBool(obj, kConfirm, "confirm", false); err != nil {
+		return err
+	}
+	if d.Approval, err = getString(obj, kApproval, "approval", false); err != nil {
+		return err
+	}
+	switch d.Approval {
+	case "", ApprovalClient, ApprovalOutOfBand:
+	default:
+		return fmt.Errorf("%w: approval %q is neither %q nor %q", ErrInvalidDecision, d.Approval, ApprovalClient, ApprovalOutOfBand)
+	}
+	if d.Replay, err = getBool(obj, kReplay, "replay", false); err != nil {
+		return err
+	}
+	if v := obj.Get(kBuckets); v != nil {
+		if d.Buckets, err = getStrings(v, "buckets", isCode); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// readResult fills r from the decision's result object: untrusted_text
+// and fields must be paths (declarations.schema.json#/$defs/path), drop
+// non-empty names.
+func readResult(t *ast.Term, r *ResultPaths) error {
+	obj, ok := t.Value.(ast.Object)
+	if !ok {
+		return fmt.Errorf("%w: result is %s, want object", ErrInvalidDecision, ast.ValueName(t.Value))
+	}
+	var err error
+	if v := obj.Get(kUntrustedText); v != nil {
+		if r.UntrustedText, err = getStrings(v, "result.untrusted_text", IsPath); err != nil {
+			return err
+		}
+	}
+	if v := obj.Get(kFields); v != nil {
+		if r.Fields, err = getStrings(v, "result.fields", IsPath); err != nil {
+			return err
+		}
+	}
+	if v := obj.Get(kDrop); v != nil {
+		if r.Drop, err = getStrings(v, "result.drop", isName); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// getStrings reads an array (or set) of strings, each accepted by valid
+// when valid is set; nil for an empty one.
+func getStrings(t *ast.Term, name string, valid func(string) bool) ([]string, error) {
+	terms, err := elems(t, name)
+	if err != nil || len(terms) == 0 {
+		return nil, err
+	}
+	out := make([]string, len(terms))
+	for i, e := range terms {
+		s, ok := e.Value.(ast.String)
+		if !ok {
+			return nil, fmt.Errorf("%w: %s[%d] is %s, want string", ErrInvalidDecision, name, i, ast.ValueName(e.Value))
+		}
+		if valid != nil && !valid(string(s)) {
+			return nil, fmt.Errorf("%w: %s[%d] %q is not well-formed", ErrInvalidDecision, name, i, string(s))
+		}
+		out[i] = string(s)
+	}
+	return out, nil
+}
+
+// IsPath reports whether p is a result path (declarations.schema.json
+// #/$defs/path): field names of letters, digits, '_', '-' and '@' joined by
+// '.', each step optionally an index [N] or [*]; "notes",
+// "items[*].comment", "[0].title".
+func IsPath(p string) bool {
+	if p == "" {
+		return false
+	}
+	i, first := 0, true
+	for i < len(p) {
+		switch {
+		case p[i] == '[':
+			j := i + 1
+			if j < len(p) && p[j] == '*' {
+				j++
+			} else {
+				for j < len(p) && p[j] >= '0' && p[j] <= '9' {
+					j++
+				}
+				if j == i+1 {
+					return false
+				}
+			}
+			if j >= len(p) || p[j] != ']' {
+				return false
+			}
+			i = j + 1
+		case !first && p[i] == '.':
+			j := i + 1
+			for j < len(p) && isNameByte(p[j]) {
+				j++
+			}
+			if j == i+1 {
+				return false
+			}
+			i = j
+		case first && isNameByte(p[i]):
+			for i < len(p) && isNameByte(p[i]) {
+				i++
+			}
+		default:
+			return false
+		}
+		first = false
+	}
+	return true
+}
+
+func isNameByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '@'
+}
+
+// isName reports whether s can name result members to drop: not empty and
+// not only '*', '_', '-', '.' and spaces (which would match every name or
+// none).
+func isName(s string) bool {
+	return strings.Trim(s, "*_-. ") != ""
 }
 
 func readReason(t *ast.Term, r *Reason) error {

@@ -175,7 +175,30 @@ func (e *Engine) Decide(ctx context.Context, in *Input) (*Decision, error) {
 	if err := readDecision(t, d); err != nil {
 		return e.fail(ctx, d, CodeInvalidDecision, err)
 	}
+	e.outOfBand(ctx, in, d)
 	return d, nil
+}
+
+// outOfBand keeps seed 002's rule that steps which move money or are
+// legally binding are approved by a person on the approval page, whatever
+// the policy answers: an allowed tools/call of a tool declared moves_money
+// or legally_binding gets Confirm and ApprovalOutOfBand. A policy that
+// answered otherwise is overruled, and that is logged (a warning with the
+// decision id, the tool and what the policy said).
+func (e *Engine) outOfBand(ctx context.Context, in *Input, d *Decision) {
+	t := in.Tool
+	if t == nil || !d.Allow || !t.Declared || !(t.MovesMoney || t.LegallyBinding) {
+		return
+	}
+	if d.Confirm && d.Approval == ApprovalOutOfBand {
+		return
+	}
+	e.log.LogAttrs(ctx, slog.LevelWarn, "policy decision overruled: a tool that moves money or is legally binding is approved out of band only",
+		slog.String("decision_id", d.ID),
+		slog.String("tool", t.Name),
+		slog.Bool("policy_confirm", d.Confirm),
+		slog.String("policy_approval", d.Approval))
+	d.Confirm, d.Approval = true, ApprovalOutOfBand
 }
 
 // fail turns d into a deny with code, logs err and returns both.

@@ -252,6 +252,18 @@ func TestInvalidDecision(t *testing.T) {
 		{name: "visible element", decision: `{"allow": true, "visible": ["a", 2]}`, want: "visible[1] is number"},
 		{name: "rights not array", decision: `{"allow": false, "reasons": [{"code": "x", "cause": "c", "rights": "a"}]}`, want: "rights is string, want array"},
 		{name: "rights element", decision: `{"allow": false, "reasons": [{"code": "x", "cause": "c", "rights": ["a", 1]}]}`, want: "rights[1] is number"},
+		{name: "result not object", decision: `{"allow": true, "result": ["notes"]}`, want: "result is array, want object"},
+		{name: "result path not string", decision: `{"allow": true, "result": {"untrusted_text": [1]}}`, want: "result.untrusted_text[0] is number"},
+		{name: "result path does not parse", decision: `{"allow": true, "result": {"untrusted_text": ["items[*]..notes"]}}`, want: `result.untrusted_text[0] "items[*]..notes" is not well-formed`},
+		{name: "result field does not parse", decision: `{"allow": true, "result": {"fields": ["$.id"]}}`, want: `result.fields[0] "$.id" is not well-formed`},
+		{name: "result fields not array", decision: `{"allow": true, "result": {"fields": "id"}}`, want: "result.fields is string, want array"},
+		{name: "result drop matches everything", decision: `{"allow": true, "result": {"drop": ["*"]}}`, want: `result.drop[0] "*" is not well-formed`},
+		{name: "confirm not boolean", decision: `{"allow": true, "confirm": "yes"}`, want: "confirm is string, want boolean"},
+		{name: "approval unknown", decision: `{"allow": true, "confirm": true, "approval": "email"}`, want: `approval "email" is neither "client" nor "out_of_band"`},
+		{name: "approval not string", decision: `{"allow": true, "approval": true}`, want: "approval is boolean, want string"},
+		{name: "replay not boolean", decision: `{"allow": true, "replay": 1}`, want: "replay is number, want boolean"},
+		{name: "buckets not array", decision: `{"allow": true, "buckets": "writes"}`, want: "buckets is string, want array"},
+		{name: "bucket not snake_case", decision: `{"allow": true, "buckets": ["Writes"]}`, want: `buckets[0] "Writes" is not well-formed`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -282,6 +294,11 @@ func TestDecisionShapes(t *testing.T) {
 		{name: "visible as a set", decision: `{"allow": true, "visible": {"b", "a"}}`, want: Decision{Allow: true, Visible: []string{"a", "b"}}},
 		{name: "empty visible", decision: `{"allow": true, "visible": []}`, want: Decision{Allow: true, Visible: []string{}}},
 		{name: "unknown fields ignored", decision: `{"allow": true, "effect": "wake", "rate_bucket": "x"}`, want: Decision{Allow: true, Effect: EffectWake}},
+		{name: "write safety", decision: `{"allow": true, "effect": "notify", "confirm": true, "approval": "client", "replay": false, "buckets": ["writes", "notify"]}`,
+			want: Decision{Allow: true, Effect: EffectNotify, Confirm: true, Approval: ApprovalClient, Buckets: []string{"writes", "notify"}}},
+		{name: "result paths", decision: `{"allow": true, "result": {"untrusted_text": ["items[*].notes", "[0].title"], "fields": {"id", "items[2].notes"}, "drop": ["email", "*_token"]}}`,
+			want: Decision{Allow: true, Result: &ResultPaths{UntrustedText: []string{"items[*].notes", "[0].title"}, Fields: []string{"id", "items[2].notes"}, Drop: []string{"email", "*_token"}}}},
+		{name: "empty result", decision: `{"allow": true, "result": {}}`, want: Decision{Allow: true, Result: &ResultPaths{}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -294,7 +311,7 @@ func TestDecisionShapes(t *testing.T) {
 				t.Fatal(err)
 			}
 			tt.want.ID = d.ID
-			if fmt.Sprintf("%#v", *d) != fmt.Sprintf("%#v", tt.want) {
+			if !reflect.DeepEqual(*d, tt.want) {
 				t.Errorf("got %#v\nwant %#v", *d, tt.want)
 			}
 		})

@@ -57,6 +57,19 @@ var (
 	kCredentialID    = ast.StringTerm("credential_id")
 	kTokenRights     = ast.StringTerm("token_rights")
 	kLiveRights      = ast.StringTerm("live_rights")
+	kExpensive       = ast.StringTerm("expensive")
+	kMovesMoney      = ast.StringTerm("moves_money")
+	kLegallyBinding  = ast.StringTerm("legally_binding")
+	kNotifyObject    = ast.StringTerm("notify_object")
+	kDeadlineMS      = ast.StringTerm("deadline_ms")
+	kHash            = ast.StringTerm("hash")
+	kTitle           = ast.StringTerm("title")
+	kAnnotations     = ast.StringTerm("annotations")
+	kFinders         = ast.StringTerm("finders")
+	kToolset         = ast.StringTerm("toolset")
+	kToolsets        = ast.StringTerm("toolsets")
+	kURITenants      = ast.StringTerm("uri_tenants")
+	kURIProblem      = ast.StringTerm("uri_problem")
 )
 
 // vocabulary holds ready terms for the strings that recur in inputs:
@@ -75,7 +88,7 @@ var vocabulary = func() map[string]*ast.Term {
 		"notifications/initialized", "notifications/cancelled", "notifications/progress",
 		"notifications/roots/list_changed", "notifications/tasks/status",
 	}
-	words = append(words, CredentialOAuth)
+	words = append(words, CredentialOAuth, CatalogApproved, CatalogChanged, CatalogUnpinned, CatalogUnusable)
 	words = append(words, Effects...)
 	m := make(map[string]*ast.Term, len(words))
 	for _, w := range words {
@@ -116,19 +129,42 @@ func inputValue(in *Input, c *termCaches) (ast.Value, error) {
 		[2]*ast.Term{kMessage, ast.NewTerm(msg)},
 	)
 	if in.Tool != nil {
-		items = append(items, [2]*ast.Term{kTool, c.tool(in.Transport.Upstream, in.Tool)})
+		t, err := c.tool(in.Transport.Upstream, in.Tool)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, [2]*ast.Term{kTool, t})
+	}
+	if len(in.Finders) > 0 {
+		terms := make([]*ast.Term, len(in.Finders))
+		for i := range in.Finders {
+			t, err := c.tool(in.Transport.Upstream, &in.Finders[i])
+			if err != nil {
+				return nil, err
+			}
+			terms[i] = t
+		}
+		items = append(items, [2]*ast.Term{kFinders, ast.ArrayTerm(terms...)})
 	}
 	if len(in.Items) > 0 {
 		terms := make([]*ast.Term, len(in.Items))
 		for i := range in.Items {
 			it := &in.Items[i]
 			if it.Tool == nil {
+				if len(it.URITenants) > 0 {
+					terms[i] = ast.ObjectTerm([2]*ast.Term{kName, ast.StringTerm(it.Name)}, [2]*ast.Term{kURITenants, stringsTerm(it.URITenants)})
+					continue
+				}
 				terms[i] = ast.ObjectTerm([2]*ast.Term{kName, ast.StringTerm(it.Name)})
 				continue
 			}
+			t, err := c.tool(in.Transport.Upstream, it.Tool)
+			if err != nil {
+				return nil, err
+			}
 			terms[i] = ast.ObjectTerm(
 				[2]*ast.Term{kName, ast.StringTerm(it.Name)},
-				[2]*ast.Term{kTool, c.tool(in.Transport.Upstream, it.Tool)},
+				[2]*ast.Term{kTool, t},
 			)
 		}
 		items = append(items, [2]*ast.Term{kItems, ast.ArrayTerm(terms...)})
@@ -136,7 +172,7 @@ func inputValue(in *Input, c *termCaches) (ast.Value, error) {
 	p := anonymousTerm
 	if pr := &in.Principal; pr.Authenticated || pr.Tenant != "" || pr.Subject != "" || len(pr.Rights) > 0 ||
 		len(pr.TokenRights) > 0 || pr.LiveRights != nil || pr.CredentialKind != "" || pr.CredentialID != "" ||
-		pr.Issuer != "" || pr.ClientID != "" || pr.Connection != "" {
+		pr.Issuer != "" || pr.ClientID != "" || pr.Connection != "" || pr.Toolset != "" {
 		p = ast.NewTerm(principalValue(pr))
 	}
 	items = append(items, [2]*ast.Term{kPrincipal, p})
@@ -200,6 +236,12 @@ func messageValue(m *Message, c *termCaches) (ast.Object, error) {
 	if m.Client != nil {
 		kv = append(kv, [2]*ast.Term{kClient, c.client(m.Client)})
 	}
+	if len(m.URITenants) > 0 {
+		kv = append(kv, [2]*ast.Term{kURITenants, stringsTerm(m.URITenants)})
+	}
+	if m.URIProblem != "" {
+		kv = append(kv, [2]*ast.Term{kURIProblem, ast.StringTerm(m.URIProblem)})
+	}
 	return ast.NewObject(kv...), nil
 }
 
@@ -213,8 +255,10 @@ func clientValue(cl *Client) *ast.Term {
 	)
 }
 
-func toolValue(t *Tool) *ast.Term {
-	kv := make([][2]*ast.Term, 3, 7)
+// toolValue builds the term of a tool; c (optional) shares the terms of
+// catalog entries.
+func toolValue(t *Tool, c *termCaches) (*ast.Term, error) {
+	kv := make([][2]*ast.Term, 3, 12)
 	kv[0] = [2]*ast.Term{kName, ast.StringTerm(t.Name)}
 	kv[1] = [2]*ast.Term{kDeclared, ast.InternedTerm(t.Declared)}
 	kv[2] = [2]*ast.Term{kEffect, str(t.Effect)}
@@ -230,14 +274,55 @@ func toolValue(t *Tool) *ast.Term {
 	if t.Hidden {
 		kv = append(kv, [2]*ast.Term{kHidden, ast.InternedTerm(true)})
 	}
-	if cat := t.Catalog; cat != nil {
-		ckv := [][2]*ast.Term{{kListed, ast.InternedTerm(cat.Listed)}}
-		if cat.State != "" {
-			ckv = append(ckv, [2]*ast.Term{kState, ast.StringTerm(cat.State)})
-		}
-		kv = append(kv, [2]*ast.Term{kCatalog, ast.ObjectTerm(ckv...)})
+	if t.Expensive {
+		kv = append(kv, [2]*ast.Term{kExpensive, ast.InternedTerm(true)})
 	}
-	return ast.ObjectTerm(kv...)
+	if t.MovesMoney {
+		kv = append(kv, [2]*ast.Term{kMovesMoney, ast.InternedTerm(true)})
+	}
+	if t.LegallyBinding {
+		kv = append(kv, [2]*ast.Term{kLegallyBinding, ast.InternedTerm(true)})
+	}
+	if t.NotifyObject != "" {
+		kv = append(kv, [2]*ast.Term{kNotifyObject, ast.StringTerm(t.NotifyObject)})
+	}
+	if t.DeadlineMS != 0 {
+		kv = append(kv, [2]*ast.Term{kDeadlineMS, ast.IntNumberTerm(t.DeadlineMS)})
+	}
+	if len(t.Toolsets) > 0 {
+		kv = append(kv, [2]*ast.Term{kToolsets, stringsTerm(t.Toolsets)})
+	}
+	if cat := t.Catalog; cat != nil {
+		ct, err := c.catalog(cat)
+		if err != nil {
+			return nil, fmt.Errorf("tool %q catalog annotations: %w", t.Name, err)
+		}
+		kv = append(kv, [2]*ast.Term{kCatalog, ct})
+	}
+	return ast.ObjectTerm(kv...), nil
+}
+
+// catalogValue builds the term of a tool's catalog entry.
+func catalogValue(cat *ToolCatalog) (*ast.Term, error) {
+	ckv := make([][2]*ast.Term, 1, 5)
+	ckv[0] = [2]*ast.Term{kListed, ast.InternedTerm(cat.Listed)}
+	if cat.State != "" {
+		ckv = append(ckv, [2]*ast.Term{kState, str(cat.State)})
+	}
+	if cat.Hash != "" {
+		ckv = append(ckv, [2]*ast.Term{kHash, ast.StringTerm(cat.Hash)})
+	}
+	if cat.Title != "" {
+		ckv = append(ckv, [2]*ast.Term{kTitle, ast.StringTerm(cat.Title)})
+	}
+	if len(cat.Annotations) > 0 {
+		v, err := jsonValue(cat.Annotations)
+		if err != nil {
+			return nil, err
+		}
+		ckv = append(ckv, [2]*ast.Term{kAnnotations, ast.NewTerm(v)})
+	}
+	return ast.ObjectTerm(ckv...), nil
 }
 
 func principalValue(p *Principal) ast.Object {
@@ -247,7 +332,7 @@ func principalValue(p *Principal) ast.Object {
 		k *ast.Term
 		v string
 	}{{kTenant, p.Tenant}, {kSubject, p.Subject}, {kCredentialKind, p.CredentialKind}, {kCredentialID, p.CredentialID},
-		{kIssuer, p.Issuer}, {kClientID, p.ClientID}, {kConnection, p.Connection}} {
+		{kIssuer, p.Issuer}, {kClientID, p.ClientID}, {kConnection, p.Connection}, {kToolset, p.Toolset}} {
 		if f.v != "" {
 			kv = append(kv, [2]*ast.Term{f.k, str(f.v)})
 		}

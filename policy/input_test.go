@@ -2,6 +2,7 @@ package policy
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -37,20 +38,35 @@ func sampleInputs() map[string]*Input {
 	changed.Tool.Rights = []string{"crm.read", "crm.export"}
 	noClient := requestInput("ping")
 	noClient.Message.Client = &Client{Name: "bare"}
+	// A catalog entry (hash, title, the upstream's annotations), the
+	// write-safety declaration keys and the finders of a refused call.
+	catalogued := callInput("send_email", alice)
+	catalogued.Tool.MovesMoney, catalogued.Tool.NotifyObject, catalogued.Tool.DeadlineMS = true, "contact_id", 2500
+	catalogued.Tool.Catalog = &ToolCatalog{Listed: true, State: CatalogApproved, Hash: "sha256:" + strings.Repeat("ab", 32), Title: "Send e-mail",
+		Annotations: jsontext.Value(`{"title":"Send","destructiveHint":true,"x":[1,2.50,null]}`)}
+	unlisted := callInput("find_orders", alice)
+	unlisted.Tool.Catalog = &ToolCatalog{Listed: false}
+	unlisted.Finders = []Tool{
+		{Name: "search_contacts", Declared: true, ToolDeclaration: testDeclarations["crm"]["search_contacts"]},
+		{Name: "list_exports", Declared: true, ToolDeclaration: ToolDeclaration{Effect: EffectRead, Expensive: true, LegallyBinding: true},
+			Catalog: &ToolCatalog{Listed: true, State: CatalogChanged, Hash: "sha256:" + strings.Repeat("01", 32)}},
+	}
 	resource := requestInput("resources/read")
 	resource.Message.URI = "crm://contacts/42"
 	resource.Message.Client = nil
 	return map[string]*Input{
-		"ping":                   requestInput("ping"),
-		"client without version": noClient,
-		"resources/read":         resource,
-		"tools/call full":        full,
-		"tools/call undeclared":  callInput("undeclared_tool", anonymous),
-		"tools/list items":       listInput("tools/list", alice, allTools...),
-		"tools/call oauth":       callInput("send_email", oauthToken("crm.read")),
-		"tools/list oauth":       listInput("tools/list", oauthToken("crm.read", "crm.write"), allTools...),
-		"prompts/list items":     listInput("prompts/list", anonymous, "a", "b"),
-		"empty":                  {Version: SchemaVersion},
+		"ping":                    requestInput("ping"),
+		"client without version":  noClient,
+		"resources/read":          resource,
+		"tools/call full":         full,
+		"tools/call undeclared":   callInput("undeclared_tool", anonymous),
+		"tools/call catalogued":   catalogued,
+		"tools/call with finders": unlisted,
+		"tools/list items":        listInput("tools/list", alice, allTools...),
+		"tools/call oauth":        callInput("send_email", oauthToken("crm.read")),
+		"tools/list oauth":        listInput("tools/list", oauthToken("crm.read", "crm.write"), allTools...),
+		"prompts/list items":      listInput("prompts/list", anonymous, "a", "b"),
+		"empty":                   {Version: SchemaVersion},
 	}
 }
 

@@ -27,6 +27,15 @@ type Input struct {
 	Message   Message   `json:"message"`
 	// Tool is the declaration of the tool a tools/call names (nil otherwise).
 	Tool *Tool `json:"tool,omitempty"`
+	// Finders are the tools a refusal of a tools/call that names no usable
+	// tool (undeclared, not listed by the upstream, or hidden) may point to
+	// instead (seed 002: "not found" points to a find tool, never to
+	// create): the declared read tools of the same upstream whose names
+	// start with find_, search_, list_ or get_, in the catalog's order
+	// (declaration order by name without a catalog), each as input.tool
+	// would show it. Absent for a tools/call of a declared, listed, not
+	// hidden tool (the hot path) and for other messages.
+	Finders []Tool `json:"finders,omitempty"`
 	// Items are the entries of a list result (phase "list" only).
 	Items []Item `json:"items,omitempty"`
 	// Principal is who is calling: {"authenticated": false} when the
@@ -75,6 +84,19 @@ type Message struct {
 	ArgumentProblems []ArgumentProblem `json:"argument_problems,omitempty"`
 	// Client is clientInfo from _meta (2026-07-28) or initialize.
 	Client *Client `json:"client,omitempty"`
+	// URITenants are the tenants the resource URIs of the message name
+	// (resources/read, resources/subscribe and unsubscribe, and the
+	// resourceSubscriptions of subscriptions/listen), found by the gateway
+	// with the upstream's resource_tenant patterns and tenant-like query
+	// parameters, sorted, without repeats; absent when they name none.
+	// The default policy refuses a message naming a tenant other than the
+	// caller's (tenant_mismatch): no resource URI chooses the tenant.
+	URITenants []string `json:"uri_tenants,omitempty"`
+	// URIProblem says why a resource URI of the message cannot be checked
+	// (it does not parse, or its tenant part does not decode); "" when
+	// every URI could be. The default policy refuses such a message
+	// (invalid_resource_uri): fail closed.
+	URIProblem string `json:"uri_problem,omitempty"`
 }
 
 // ArgumentProblem is one thing wrong with a tools/call's arguments.
@@ -145,6 +167,13 @@ type Principal struct {
 	// tenant), stable across token refresh. Replay windows, limits and
 	// audit key on it.
 	Connection string `json:"connection,omitempty"`
+	// Toolset is the named toolset the connection is bound to (seed 002,
+	// "toolsets bound to the connection"): a gateway token's toolset, or
+	// for OAuth the one configured for the client
+	// (auth.issuers[].client_toolsets). "" (absent) and "full" mean every
+	// tool. Only names the configuration defines reach the policy: a
+	// credential naming another is refused before it (unknown_toolset).
+	Toolset string `json:"toolset,omitempty"`
 }
 
 // Tool is a per-tool declaration (see ToolDeclaration) as the policy sees it.
@@ -155,6 +184,12 @@ type Tool struct {
 	// Catalog is what mcpgate's own listing of the upstream says of the
 	// tool; nil when the catalog is off.
 	Catalog *ToolCatalog `json:"catalog,omitempty"`
+	// Toolsets are the names of the configured toolsets (config
+	// toolsets.<name>) that hold the tool, sorted; absent when none does.
+	// The built-in toolset "full" holds every tool and is never listed.
+	// The default policy hides a tool outside principal.toolset
+	// (tool_not_in_toolset) and names these in the refusal.
+	Toolsets []string `json:"toolsets,omitempty"`
 }
 
 // Catalog states of a listed tool (ToolCatalog.State).
@@ -174,6 +209,16 @@ type ToolCatalog struct {
 	// State is CatalogApproved, CatalogChanged, CatalogUnpinned or
 	// CatalogUnusable ("" when not listed).
 	State string `json:"state,omitempty"`
+	// Hash identifies the listed definition: "sha256:" and 64 hex digits
+	// over the RFC 8785 form of its name, title, description, inputSchema,
+	// outputSchema and annotations (internal/catalog); "" when not listed.
+	Hash string `json:"hash,omitempty"`
+	// Title is the tool's title as the upstream lists it ("" when none).
+	Title string `json:"title,omitempty"`
+	// Annotations is the raw JSON of the upstream's "annotations" member
+	// (MCP ToolAnnotations: hints, untrusted; never a declaration); absent
+	// when the upstream lists none.
+	Annotations jsontext.Value `json:"annotations,omitempty"`
 }
 
 // Item is one entry of a list result.
@@ -182,6 +227,11 @@ type Item struct {
 	Name string `json:"name"`
 	// Tool is the declaration of a tools/list entry.
 	Tool *Tool `json:"tool,omitempty"`
+	// URITenants are the tenants a resources/list or
+	// resources/templates/list entry's URI names (see
+	// Message.URITenants); absent when none. The default policy hides an
+	// entry naming another tenant than the caller's.
+	URITenants []string `json:"uri_tenants,omitempty"`
 }
 
 // Effect classes of a tool (seed 002, "effect classes").
@@ -216,6 +266,28 @@ type ToolDeclaration struct {
 	// tools/list and refuses calls to it (reason code tool_hidden), e.g.
 	// during an incident or before a rollout. Default false.
 	Hidden bool `json:"hidden,omitempty" yaml:"hidden,omitempty"`
+	// Expensive marks a read whose calls cost the upstream much (a report,
+	// a full export): the default policy takes them from the rate bucket
+	// BucketExpensiveReads instead of BucketReads. Default false.
+	Expensive bool `json:"expensive,omitempty" yaml:"expensive,omitempty"`
+	// MovesMoney marks a tool whose call moves money (a refund, a
+	// payout). Such a call is confirmed out of band only (seed 002:
+	// "steps that move money or are legally binding always use the
+	// product UI"): whatever the policy answers, the engine sets Confirm
+	// and Approval ApprovalOutOfBand. Default false.
+	MovesMoney bool `json:"moves_money,omitempty" yaml:"moves_money,omitempty"`
+	// LegallyBinding marks a tool whose call is legally binding (signs,
+	// accepts terms); treated like MovesMoney. Default false.
+	LegallyBinding bool `json:"legally_binding,omitempty" yaml:"legally_binding,omitempty"`
+	// NotifyObject names the top-level argument that holds the object a
+	// notify tool's message goes to (e.g. "booking_id"): notify rate limits
+	// count per value of that argument (seed 002: "notify limited per
+	// object"). "" limits per credential and tenant only.
+	NotifyObject string `json:"notify_object,omitempty" yaml:"notify_object,omitempty"`
+	// DeadlineMS bounds one call of the tool, in milliseconds, from the
+	// gateway's receipt to the upstream's complete answer; 0 means the
+	// gateway's default deadline.
+	DeadlineMS int `json:"deadline_ms,omitempty" yaml:"deadline_ms,omitempty"`
 }
 
 // Reason explains one part of a decision, in the error contract's terms.
@@ -244,7 +316,68 @@ type Decision struct {
 	Effect string `json:"effect,omitempty"`
 	// Visible lists the names of list items the caller may see (phase "list").
 	Visible []string `json:"visible,omitempty"`
+	// Result says how the gateway shapes an allowed tools/call's result
+	// (pipeline step 11): the paths to wrap as untrusted text, the
+	// allowlist and the names to drop. nil when the decision has no
+	// "result" member: the gateway then applies the tool's declaration
+	// (untrusted_text, result_fields), so a policy written before this
+	// field never turns shaping off; an empty ResultPaths shapes nothing
+	// but the configured secret names.
+	Result *ResultPaths `json:"result,omitempty"`
+	// Confirm: the tools/call needs a person's confirmation before it is
+	// forwarded (two-step: preview, then confirm_action). The default
+	// policy sets it for notify, wake, alerting and delete, and for tools
+	// declared moves_money or legally_binding.
+	Confirm bool `json:"confirm,omitempty"`
+	// Approval is where the person confirms when Confirm is set:
+	// ApprovalClient (in the MCP client) or ApprovalOutOfBand (on the
+	// approval page). For a tool declared moves_money or legally_binding
+	// the engine forces ApprovalOutOfBand (seed 002).
+	Approval string `json:"approval,omitempty"`
+	// Replay: replay protection applies (a repeat within the window
+	// returns the first result, replayed: true). Default policy: silent
+	// writes.
+	Replay bool `json:"replay,omitempty"`
+	// Buckets are the rate buckets the call takes one token from, each a
+	// snake_case name, e.g. ["writes", "notify"] (the Bucket constants
+	// name the default policy's).
+	Buckets []string `json:"buckets,omitempty"`
 }
+
+// ResultPaths are the result shaping a decision asks for. Paths use the
+// syntax of ToolDeclaration.UntrustedText (declarations.schema.json
+// #/$defs/path: "notes", "items[*].comment", "[0].title").
+type ResultPaths struct {
+	// UntrustedText are the paths whose strings are wrapped as untrusted
+	// third-party text.
+	UntrustedText []string `json:"untrusted_text,omitempty"`
+	// Fields is the allowlist of result paths an agent may see; empty
+	// means not minimised.
+	Fields []string `json:"fields,omitempty"`
+	// Drop are further member names dropped at any depth of the result,
+	// matched like policy.secret_names (case-insensitive, ignoring '_',
+	// '-', '.' and spaces; '*' matches any run), e.g. ["email",
+	// "*_token"].
+	Drop []string `json:"drop,omitempty"`
+}
+
+// Approval modes (Decision.Approval; seed 002, "approval happens in the
+// client ... steps that move money or are legally binding always use the
+// product UI").
+const (
+	ApprovalClient    = "client"      // the MCP client asks the person (confirm_action, elicitation)
+	ApprovalOutOfBand = "out_of_band" // a person approves on mcpgate's approval page
+)
+
+// Rate buckets the default policy names (Decision.Buckets; seed 002,
+// "limits per effect class").
+const (
+	BucketReads          = "reads"
+	BucketExpensiveReads = "expensive_reads"
+	BucketWrites         = "writes"
+	BucketNotify         = "notify"
+	BucketWake           = "wake"
+)
 
 // Reason codes produced by mcpgate itself (policies add their own).
 const (

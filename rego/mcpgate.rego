@@ -98,7 +98,9 @@ _effects := {"read", "silent_write", "notify", "wake", "alerting", "delete"}
 # title: decision
 # description: |
 #   The document mcpgate reads: allow, reasons (code, cause, fix,
-#   next_tool), effect (tools/call) and visible (phase "list").
+#   next_tool), visible (phase "list") and, for an allowed tools/call,
+#   effect, result (paths to wrap and keep), confirm and approval,
+#   replay and buckets (see _call_decision).
 # scope: document
 # entrypoint: true
 decision := _request_decision if input.phase == "request"
@@ -116,7 +118,7 @@ default decision := {"allow": false, "reasons": [{
 # METADATA
 # title: Request decision
 # description: Allow exactly when _allowed; a refusal carries every reason that applies.
-_request_decision := {"allow": true, "reasons": [], "effect": input.tool.effect} if {
+_request_decision := _call_decision if {
 	_allowed
 	input.message.method == "tools/call"
 } else := {"allow": true, "reasons": []} if {
@@ -147,6 +149,7 @@ _allowed if {
 	_methods[input.message.method] == input.message.kind
 	_has_required_param
 	not _bad_arguments
+	not _uri_refused
 }
 
 _has_required_param if not _required_params[input.message.method]
@@ -179,6 +182,132 @@ _declared_effect := {"effect": input.tool.effect} if {
 _reasons := [r | some r in _deny] if {
 	count(_deny) > 0
 } else := [_reason_not_allowed]
+
+# --- an allowed tools/call: shaping and write safety ------------------------
+
+# METADATA
+# title: Allowed tools/call
+# description: |
+#   What the gateway does with an allowed call, from the tool's declaration
+#   (input.tool):
+#   - effect: the declared effect class;
+#   - result: the declaration's untrusted_text and result_fields (as
+#     result.untrusted_text and result.fields), absent when it declares
+#     neither;
+#   - confirm: a person confirms first, for notify, wake, alerting and
+#     delete, and for tools declared moves_money or legally_binding;
+#   - approval (with confirm): see _approval;
+#   - replay: replay protection, for silent_write;
+#   - buckets: the rate buckets of the effect class (_effect_buckets; a
+#     read declared expensive takes expensive_reads instead of reads).
+_call_decision := object.union(_plain_call[input.tool.effect], {"result": {"untrusted_text": input.tool.untrusted_text, "fields": input.tool.result_fields}}) if {
+	not _special_call
+} else := object.union(_plain_call[input.tool.effect], _result_member(input.tool)) if {
+	not _special_call
+} else := object.union(
+	{
+		"allow": true,
+		"reasons": [],
+		"effect": input.tool.effect,
+		"confirm": _confirm(input.tool),
+		"replay": input.tool.effect == "silent_write",
+		"buckets": _buckets(input.tool),
+	},
+	object.union(_approval_member(input.tool), _result_member(input.tool)),
+)
+
+# The hot path: the answer for a plain tool of each effect class, without
+# approval data (the general branch above gives the same for these).
+_plain_call := {
+	"read": {"allow": true, "reasons": [], "effect": "read", "confirm": false, "replay": false, "buckets": ["reads"]},
+	"silent_write": {"allow": true, "reasons": [], "effect": "silent_write", "confirm": false, "replay": true, "buckets": ["writes"]},
+	"delete": {"allow": true, "reasons": [], "effect": "delete", "confirm": true, "approval": "client", "replay": false, "buckets": ["writes"]},
+	"notify": {"allow": true, "reasons": [], "effect": "notify", "confirm": true, "approval": "client", "replay": false, "buckets": ["writes", "notify"]},
+	"wake": {"allow": true, "reasons": [], "effect": "wake", "confirm": true, "approval": "client", "replay": false, "buckets": ["writes", "wake"]},
+	"alerting": {"allow": true, "reasons": [], "effect": "alerting", "confirm": true, "approval": "client", "replay": false, "buckets": ["writes"]},
+}
+
+# A tool the plain table does not answer for: an expensive read, a step
+# that moves money or is legally binding, a confirmed class with approval
+# data.
+_special_call if input.tool.expensive
+
+_special_call if input.tool.moves_money
+
+_special_call if input.tool.legally_binding
+
+_special_call if {
+	_confirm_effects[input.tool.effect]
+	data.mcpgate.approval
+}
+
+_special_call if {
+	_confirm_effects[input.tool.effect]
+	data.mcpgate.tenants
+}
+
+_confirm_effects := {"notify", "wake", "alerting", "delete"}
+
+# Steps that move money or are legally binding: approved out of band only
+# (seed 002). mcpgate enforces this in Go too, whatever a policy answers.
+_out_of_band_only(tool) if tool.moves_money == true
+
+_out_of_band_only(tool) if tool.legally_binding == true
+
+_needs_confirm(tool) if _confirm_effects[tool.effect]
+
+_needs_confirm(tool) if _out_of_band_only(tool)
+
+_confirm(tool) := true if _needs_confirm(tool) else := false
+
+_approval_member(tool) := {"approval": _approval(tool)} if _needs_confirm(tool) else := {}
+
+# METADATA
+# title: Approval mode
+# description: |
+#   Where a person confirms a call: "out_of_band" (mcpgate's approval
+#   page) for tools declared moves_money or legally_binding, always; else
+#   the tenant's choice for the effect class,
+#   data.mcpgate.tenants[<principal.tenant>].approval[<effect>]; else the
+#   deployment's, data.mcpgate.approval[<effect>]; else "client" (the MCP
+#   client asks the person). Values: "client" or "out_of_band" (any other
+#   makes the decision invalid: a deny). Example data file:
+#     {"mcpgate": {"approval": {"wake": "out_of_band"},
+#                  "tenants": {"acme": {"approval": {"delete": "out_of_band"}}}}}
+_approval(tool) := "out_of_band" if {
+	_out_of_band_only(tool)
+} else := mode if {
+	mode := data.mcpgate.tenants[input.principal.tenant].approval[tool.effect]
+} else := mode if {
+	mode := data.mcpgate.approval[tool.effect]
+} else := "client"
+
+# METADATA
+# title: Rate buckets per effect class
+# description: Seed 002, "limits per effect class"; the per-object notify and per-tenant wake limits key on these buckets.
+_effect_buckets := {
+	"read": ["reads"],
+	"silent_write": ["writes"],
+	"delete": ["writes"],
+	"notify": ["writes", "notify"],
+	"wake": ["writes", "wake"],
+	"alerting": ["writes"],
+}
+
+_buckets(tool) := ["expensive_reads"] if {
+	tool.effect == "read"
+	tool.expensive == true
+} else := _effect_buckets[tool.effect]
+
+# The result paths of the declaration; absent when it declares none.
+_result_member(tool) := {"result": {"untrusted_text": tool.untrusted_text, "fields": tool.result_fields}} if {
+	tool.untrusted_text
+	tool.result_fields
+} else := {"result": {"untrusted_text": tool.untrusted_text}} if {
+	tool.untrusted_text
+} else := {"result": {"fields": tool.result_fields}} if {
+	tool.result_fields
+} else := {}
 
 # _method and _kind are always defined, for use under `not`: with
 # input.message.method missing, `not _methods[input.message.method]` would
@@ -238,6 +367,36 @@ _deny contains reason if {
 # use under `not`).
 _called_tool := object.get(input, "tool", {"name": input.message.name, "declared": false})
 
+# METADATA
+# title: Where "not found" points
+# description: |
+#   A tools/call naming a tool that is undeclared, not offered by the
+#   upstream or hidden points to a finder instead (seed 002: "not found"
+#   points to a find tool, never to creating): the first tool of
+#   input.finders (the gateway's candidates: declared read tools of the
+#   upstream named find_*, search_*, list_* or get_*) that is visible to
+#   the caller, preferring find_ over search_, list_ and get_; else
+#   tools/list.
+_finder_prefixes := ["find_", "search_", "list_", "get_"]
+
+_finders := [f.name |
+	some prefix in _finder_prefixes
+	some f in input.finders
+	startswith(f.name, prefix)
+	f.name != _method_name
+	_tool_visible(f)
+]
+
+default _method_name := ""
+
+_method_name := input.message.name
+
+_not_found_next := _finders[0] if count(_finders) > 0 else := "tools/list"
+
+_not_found_fix := sprintf("Call %s to find what you are looking for, or tools/list to see the tools you can use.", [_finders[0]]) if {
+	count(_finders) > 0
+} else := "Call tools/list to see the tools you can use."
+
 # --- visibility: one rule for both phases -----------------------------------
 
 # METADATA
@@ -254,6 +413,7 @@ _tool_visible(tool) if {
 	not tool.hidden == true
 	not _lacks_rights(tool)
 	not _catalog_blocks(tool)
+	not _outside_toolset(tool)
 }
 
 # METADATA
@@ -290,7 +450,7 @@ _lacks_rights(tool) if {
 #   Explains a refusal of _tool_visible, for the model. Never empty:
 #   tool_hidden is the fallback.
 _tool_refusals(tool) := reasons if {
-	reasons := (((_refusals_undeclared(tool) | _refusals_declaration(tool)) | _refusals_hidden(tool)) | _refusals_rights(tool)) | _refusals_catalog(tool)
+	reasons := ((((_refusals_undeclared(tool) | _refusals_declaration(tool)) | _refusals_hidden(tool)) | _refusals_rights(tool)) | _refusals_catalog(tool)) | _refusals_toolset(tool)
 	count(reasons) > 0
 } else := {_reason_tool_hidden(tool.name)}
 
@@ -373,10 +533,99 @@ _list_decision := {
 	input.message.method == "tools/list"
 } else := {
 	"allow": true,
-	"visible": [item.name | some item in input.items],
+	"visible": [item.name | some item in input.items; not _names_other_tenant(item)],
 } if {
 	_list_methods[input.message.method]
 } else := {"allow": false, "visible": [], "reasons": [_reason_method_not_allowed]}
+
+# --- toolsets ----------------------------------------------------------------
+
+# METADATA
+# title: Toolsets
+# description: |
+#   A connection bound to a toolset (input.principal.toolset, from the
+#   gateway token or the OAuth client's configuration) sees and calls only
+#   the tools of that toolset (input.tool.toolsets lists the configured
+#   toolsets holding a tool). No toolset, or "full", means every tool
+#   (seed 002: "toolsets bound to the connection"). A tool outside the
+#   toolset is hidden from tools/list and refused with
+#   tool_not_in_toolset, naming the toolsets that hold it.
+_outside_toolset(tool) if {
+	ts := object.get(input.principal, "toolset", "")
+	not ts in {"", "full"}
+	not ts in object.get(tool, "toolsets", [])
+}
+
+_refusals_toolset(tool) := {_reason_not_in_toolset(tool)} if {
+	tool.declared == true
+	_outside_toolset(tool)
+} else := set()
+
+_reason_not_in_toolset(tool) := {
+	"code": "tool_not_in_toolset",
+	"cause": sprintf("Tool %q exists on this server but is not in this connection's toolset %q%s.", [tool.name, input.principal.toolset, _toolsets_holding(tool)]),
+	"fix": sprintf("Use a tool from tools/list, or ask an administrator for a connection bound to a toolset that holds %s (for example an MCP token created with --toolset full).", [tool.name]),
+	"next_tool": "tools/list",
+}
+
+_toolsets_holding(tool) := sprintf("; it is in the toolset %s and in full", [concat(", ", object.get(tool, "toolsets", []))]) if {
+	count(object.get(tool, "toolsets", [])) > 0
+} else := "; it is only in the toolset full"
+
+# --- resource URIs and the tenant ---------------------------------------------
+
+# METADATA
+# title: Resource URIs never choose the tenant
+# description: |
+#   The gateway finds the tenants a message's resource URIs name
+#   (input.message.uri_tenants: resources/read, resources/subscribe,
+#   resources/unsubscribe, subscriptions/listen resourceSubscriptions) with
+#   the upstream's resource_tenant patterns and tenant-like query
+#   parameters. A URI naming a tenant other than the caller's
+#   (principal.tenant, else the tenant of the route's path) is refused
+#   with tenant_mismatch; a URI that cannot be checked
+#   (input.message.uri_problem) with invalid_resource_uri. List entries
+#   naming another tenant are hidden.
+_caller_tenant := input.principal.tenant if {
+	input.principal.tenant != ""
+} else := input.transport.tenant if {
+	input.transport.tenant != ""
+} else := ""
+
+_uri_refused if input.message.uri_problem
+
+_uri_refused if {
+	some t in input.message.uri_tenants
+	t != _caller_tenant
+}
+
+_names_other_tenant(item) if {
+	some t in item.uri_tenants
+	t != _caller_tenant
+}
+
+_deny contains _reason_uri_tenant if {
+	some t in input.message.uri_tenants
+	t != _caller_tenant
+}
+
+_deny contains _reason_invalid_uri if input.message.uri_problem
+
+_reason_uri_tenant := {
+	"code": "tenant_mismatch",
+	"cause": sprintf("The resource URI names the tenant %s, but your credential acts in %s; a resource URI never chooses the tenant.", [concat(", ", [sprintf("%q", [t]) | some t in input.message.uri_tenants; t != _caller_tenant]), _caller_tenant_text]),
+	"fix": "Use a resource URI of your own tenant; call resources/list to see the resources you can read.",
+	"next_tool": "resources/list",
+}
+
+_caller_tenant_text := sprintf("%q", [_caller_tenant]) if _caller_tenant != "" else := "no tenant"
+
+_reason_invalid_uri := {
+	"code": "invalid_resource_uri",
+	"cause": input.message.uri_problem,
+	"fix": "Use a resource URI exactly as resources/list gives it.",
+	"next_tool": "resources/list",
+}
 
 # --- reasons -----------------------------------------------------------------
 
@@ -424,8 +673,8 @@ _reason_arguments_not_object := {
 _reason_tool_not_declared(name) := {
 	"code": "tool_not_declared",
 	"cause": sprintf("Tool %q is not available on this server.", [name]),
-	"fix": "Call tools/list to see the tools you can use.",
-	"next_tool": "tools/list",
+	"fix": _not_found_fix,
+	"next_tool": _not_found_next,
 }
 
 _reason_invalid_tool_declaration(name) := {
@@ -458,8 +707,8 @@ _allowed_hint(problems) := sprintf(" (its arguments: %s)", [concat(", ", names)]
 _reason_tool_not_listed(name) := {
 	"code": "tool_not_in_upstream",
 	"cause": sprintf("Tool %q is not offered by the server right now.", [name]),
-	"fix": "Call tools/list to see the tools you can use.",
-	"next_tool": "tools/list",
+	"fix": _not_found_fix,
+	"next_tool": _not_found_next,
 }
 
 _reason_tool_changed(name) := {
@@ -486,8 +735,8 @@ _reason_tool_not_approved(name) := {
 _reason_tool_hidden(name) := {
 	"code": "tool_hidden",
 	"cause": sprintf("Tool %q is hidden on this server.", [name]),
-	"fix": "Call tools/list to see the tools you can use.",
-	"next_tool": "tools/list",
+	"fix": _not_found_fix,
+	"next_tool": _not_found_next,
 }
 
 _reason_missing_rights(name, missing) := {

@@ -175,7 +175,7 @@ test_tenant_arguments_refused if {
 
 test_declared_tool_allowed_with_effect if {
 	d := mcpgate.decision with input as _call(_search, _anonymous)
-	d == {"allow": true, "reasons": [], "effect": "read"}
+	d == {"allow": true, "reasons": [], "effect": "read", "confirm": false, "replay": false, "buckets": ["reads"]}
 }
 
 test_effect_is_declared_class if {
@@ -516,4 +516,238 @@ test_allowed_hint_only_from_top_level_unknown_arguments if {
 	d := mcpgate.decision with input as inp
 	[r] := d.reasons
 	not contains(r.fix, "its arguments")
+}
+
+# --- an allowed tools/call: shaping and write safety ------------------------
+
+_tool(effect, extra) := object.union({"name": sprintf("t_%s", [effect]), "declared": true, "effect": effect}, extra)
+
+test_write_safety_per_effect_class if {
+	every effect, want in {
+		"read": {"confirm": false, "replay": false, "buckets": ["reads"]},
+		"silent_write": {"confirm": false, "replay": true, "buckets": ["writes"]},
+		"delete": {"confirm": true, "replay": false, "buckets": ["writes"], "approval": "client"},
+		"notify": {"confirm": true, "replay": false, "buckets": ["writes", "notify"], "approval": "client"},
+		"wake": {"confirm": true, "replay": false, "buckets": ["writes", "wake"], "approval": "client"},
+		"alerting": {"confirm": true, "replay": false, "buckets": ["writes"], "approval": "client"},
+	} {
+		d := mcpgate.decision with input as _call(_tool(effect, {}), _anonymous)
+		d == object.union({"allow": true, "reasons": [], "effect": effect}, want)
+	}
+}
+
+test_expensive_read_takes_its_own_bucket if {
+	d := mcpgate.decision with input as _call(_tool("read", {"expensive": true}), _anonymous)
+	d.buckets == ["expensive_reads"]
+	not d.confirm
+}
+
+test_money_and_legal_steps_are_confirmed_out_of_band if {
+	every extra in [{"moves_money": true}, {"legally_binding": true}] {
+		every effect in ["read", "silent_write", "notify", "delete"] {
+			d := mcpgate.decision with input as _call(_tool(effect, extra), _anonymous)
+			d.allow
+			d.confirm == true
+			d.approval == "out_of_band"
+		}
+	}
+}
+
+test_approval_per_effect_and_tenant if {
+	conf := {"approval": {"wake": "out_of_band", "notify": "client"}, "tenants": {"acme": {"approval": {"notify": "out_of_band"}}}}
+	bob := object.union(_alice, {"tenant": "globex"})
+
+	# deployment-wide: wake out of band, notify in the client
+	wake := mcpgate.decision with input as _call(_tool("wake", {}), bob) with data.mcpgate.approval as conf.approval with data.mcpgate.tenants as conf.tenants
+	wake.approval == "out_of_band"
+	globex := mcpgate.decision with input as _call(_tool("notify", {}), bob) with data.mcpgate.approval as conf.approval with data.mcpgate.tenants as conf.tenants
+	globex.approval == "client"
+
+	# the tenant's own choice wins over the deployment's
+	acme := mcpgate.decision with input as _call(_tool("notify", {}), _alice) with data.mcpgate.approval as conf.approval with data.mcpgate.tenants as conf.tenants
+	acme.approval == "out_of_band"
+
+	# ... but never over moves_money
+	money := mcpgate.decision with input as _call(_tool("notify", {"moves_money": true}), bob) with data.mcpgate.approval as {"notify": "client"}
+	money.approval == "out_of_band"
+
+	# no approval without confirmation
+	read := mcpgate.decision with input as _call(_tool("read", {}), _alice) with data.mcpgate.approval as {"read": "out_of_band"}
+	not read.approval
+}
+
+test_result_paths_copied_from_the_declaration if {
+	both := mcpgate.decision with input as _call(_tool("read", {"untrusted_text": ["notes"], "result_fields": ["id", "notes"]}), _anonymous)
+	both.result == {"untrusted_text": ["notes"], "fields": ["id", "notes"]}
+	wrap := mcpgate.decision with input as _call(_tool("read", {"untrusted_text": ["items[*].body"]}), _anonymous)
+	wrap.result == {"untrusted_text": ["items[*].body"]}
+	keep := mcpgate.decision with input as _call(_tool("silent_write", {"result_fields": ["id"]}), _anonymous)
+	keep.result == {"fields": ["id"]}
+	none := mcpgate.decision with input as _call(_tool("read", {}), _anonymous)
+	not none.result
+}
+
+test_refusal_carries_no_write_safety if {
+	d := mcpgate.decision with input as _call(_purge, _alice)
+	not d.allow
+	not d.confirm
+	not d.buckets
+	not d.result
+}
+
+# --- "not found" points to a finder -----------------------------------------
+
+_finder(name, extra) := object.union({"name": name, "declared": true, "effect": "read"}, extra)
+
+_call_with_finders(tool, principal, finders) := object.union(_call(tool, principal), {"finders": finders})
+
+test_not_found_points_to_a_visible_finder if {
+	finders := [
+		_finder("get_contact", {}),
+		_finder("list_contacts", {}),
+		_finder("find_contacts", {"rights": ["crm.admin"]}), # not held by alice
+		_finder("search_contacts", {}),
+	]
+	every tool in [_unknown, _retired] {
+		d := mcpgate.decision with input as _call_with_finders(tool, _alice, finders)
+		not d.allow
+		d.reasons[0].next_tool == "search_contacts"
+		contains(d.reasons[0].fix, "search_contacts")
+	}
+	unlisted := object.union(_search, {"catalog": {"listed": false}})
+	d := mcpgate.decision with input as _call_with_finders(unlisted, _alice, finders)
+	d.reasons[0].code == "tool_not_in_upstream"
+	d.reasons[0].next_tool == "search_contacts"
+}
+
+test_not_found_never_points_to_create_or_hidden_finders if {
+	finders := [
+		_finder("create_contact", {"effect": "silent_write"}),
+		_finder("find_contacts", {"hidden": true}),
+		_finder("list_contacts", {"catalog": {"listed": true, "state": "changed"}}),
+	]
+	d := mcpgate.decision with input as _call_with_finders(_unknown, _alice, finders)
+	d.reasons[0].next_tool == "tools/list"
+	d.reasons[0].fix == "Call tools/list to see the tools you can use."
+}
+
+test_not_found_prefers_find_over_get if {
+	finders := [_finder("get_contact", {}), _finder("find_contacts", {})]
+	d := mcpgate.decision with input as _call_with_finders(_unknown, _alice, finders)
+	d.reasons[0].next_tool == "find_contacts"
+}
+
+test_hidden_by_rights_or_pinning_keeps_its_reason if {
+	finders := [_finder("find_contacts", {})]
+	rights := mcpgate.decision with input as _call_with_finders(_purge, _alice, finders)
+	rights.reasons[0].code == "missing_rights"
+	rights.reasons[0].next_tool == "tools/list"
+	every state_code in [["changed", "tool_changed"], ["unpinned", "tool_not_approved"], ["unusable", "tool_unusable"]] {
+		[state, code] := state_code
+		d := mcpgate.decision with input as _call_with_finders(_listed(_search, state), _alice, finders)
+		d.reasons[0].code == code
+		d.reasons[0].cause != ""
+		d.reasons[0].fix != ""
+		d.reasons[0].next_tool == "tools/list"
+	}
+}
+
+# --- toolsets ------------------------------------------------------------------
+
+_core_alice := object.union(_alice, {"toolset": "core"})
+
+_search_core := object.union(_search, {"toolsets": ["core", "standard"]})
+
+_update_standard := object.union(_update, {"toolsets": ["standard"]})
+
+test_toolset_hides_tools_outside_it if {
+	d := mcpgate.decision with input as _list("tools/list", [
+		{"name": "search", "tool": _search_core},
+		{"name": "update", "tool": _update_standard},
+	], _core_alice)
+	d.visible == ["search"]
+}
+
+test_toolset_call_outside_refused_naming_the_toolsets if {
+	d := mcpgate.decision with input as _call(_update_standard, _core_alice)
+	not d.allow
+	[r] := d.reasons
+	r.code == "tool_not_in_toolset"
+	contains(r.cause, `"core"`)
+	contains(r.cause, "standard")
+	r.next_tool == "tools/list"
+}
+
+test_toolset_call_inside_allowed if {
+	mcpgate.decision.allow with input as _call(_search_core, _core_alice)
+}
+
+test_toolset_full_or_none_sees_every_tool if {
+	every p in [_alice, object.union(_alice, {"toolset": "full"})] {
+		d := mcpgate.decision with input as _list("tools/list", [
+			{"name": "search", "tool": _search_core},
+			{"name": "update", "tool": _update_standard},
+		], p)
+		d.visible == ["search", "update"]
+	}
+}
+
+test_toolset_tool_in_no_toolset_says_full if {
+	d := mcpgate.decision with input as _call(_update, _core_alice)
+	[r] := d.reasons
+	r.code == "tool_not_in_toolset"
+	contains(r.cause, "only in the toolset full")
+}
+
+# --- resource URIs and the tenant -------------------------------------------------
+
+_read(uri_tenants, principal) := {
+	"version": "mcpgate.policy/v1",
+	"phase": "request",
+	"transport": _transport,
+	"message": {"kind": "request", "method": "resources/read", "uri": "crm://x/y", "uri_tenants": uri_tenants},
+	"principal": principal,
+}
+
+test_resource_uri_of_own_tenant_allowed if {
+	mcpgate.decision.allow with input as _read(["acme"], _alice)
+}
+
+test_resource_uri_of_another_tenant_refused if {
+	d := mcpgate.decision with input as _read(["globex"], _alice)
+	not d.allow
+	[r] := d.reasons
+	r.code == "tenant_mismatch"
+	contains(r.cause, `"globex"`)
+}
+
+test_resource_uri_naming_two_tenants_refused if {
+	d := mcpgate.decision with input as _read(["acme", "globex"], _alice)
+	not d.allow
+}
+
+test_resource_uri_tenant_without_caller_tenant_refused if {
+	not mcpgate.decision.allow with input as _read(["acme"], _anonymous)
+}
+
+test_resource_uri_tenant_matches_path_tenant if {
+	inp := object.union(_read(["acme"], _anonymous), {"transport": object.union(_transport, {"tenant": "acme"})})
+	mcpgate.decision.allow with input as inp
+}
+
+test_resource_uri_problem_refused if {
+	inp := object.union(_read([], _alice), {"message": {"kind": "request", "method": "resources/read", "uri": "crm://%zz", "uri_problem": "The resource URI cannot be parsed."}})
+	d := mcpgate.decision with input as inp
+	not d.allow
+	[r] := d.reasons
+	r.code == "invalid_resource_uri"
+}
+
+test_resource_list_hides_other_tenants if {
+	d := mcpgate.decision with input as _list("resources/list", [
+		{"name": "crm://acme/a", "uri_tenants": ["acme"]},
+		{"name": "crm://globex/b", "uri_tenants": ["globex"]},
+		{"name": "file:///readme"},
+	], _alice)
+	d.visible == ["crm://acme/a", "file:///readme"]
 }
