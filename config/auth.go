@@ -123,6 +123,10 @@ type Issuer struct {
 	ClientIDClaim string `yaml:"client_id_claim"`
 	// Introspection verifies opaque tokens with RFC 7662 at this issuer.
 	Introspection *Introspection `yaml:"introspection"`
+	// ClientToolsets binds the connections of OAuth clients to toolsets:
+	// client id → toolset name (a key of toolsets, or "full"). A client
+	// not listed gets "full". Default none.
+	ClientToolsets map[string]string `yaml:"client_toolsets"`
 }
 
 // Introspection configures RFC 7662 token introspection for one issuer.

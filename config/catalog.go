@@ -9,7 +9,12 @@ const (
 	DefaultCatalogRefresh  = "5m"
 	MinCatalogRefresh      = "10s"
 	DefaultCatalogMaxPages = 50
-	MaxCatalogMaxPages     = 1000
+	// DefaultListChangedCheck is catalog.list_changed_check.
+	DefaultListChangedCheck = "10s"
+	// MinListChangedCheck bounds catalog.list_changed_check from below
+	// (0s turns the periodic check off).
+	MinListChangedCheck = "100ms"
+	MaxCatalogMaxPages  = 1000
 	// CatalogUnpinnedRefuse and CatalogUnpinnedAllow are the values of
 	// catalog.unpinned.
 	CatalogUnpinnedRefuse = "refuse"
@@ -40,6 +45,19 @@ type Catalog struct {
 	// or CatalogUnpinnedAllow. A tool whose definition differs from its
 	// pin is always refused.
 	Unpinned string `yaml:"unpinned"`
+	// ListChangedCheck is how often mcpgate checks every open notification
+	// stream (subscriptions/listen, older revisions' GET streams) for a
+	// change of the tools its principal sees that has no event of its
+	// own — rights changed at the rights source, a token changed — and
+	// then sends notifications/tools/list_changed on it. Catalog, manifest
+	// and policy changes are checked at once besides. "0s": only those.
+	// Default DefaultListChangedCheck, else at least MinListChangedCheck.
+	ListChangedCheck string `yaml:"list_changed_check"`
+}
+
+// ListChangedCheckDuration is ListChangedCheck as a time.Duration (0: off).
+func (c Catalog) ListChangedCheckDuration() time.Duration {
+	return durationOr(c.ListChangedCheck, DefaultListChangedCheck)
 }
 
 // RefreshDuration is Refresh as a time.Duration; on a value that does not
@@ -56,6 +74,9 @@ func (c *Config) applyCatalogDefaults() {
 	if c.Catalog.Unpinned == "" {
 		c.Catalog.Unpinned = CatalogUnpinnedRefuse
 	}
+	if c.Catalog.ListChangedCheck == "" {
+		c.Catalog.ListChangedCheck = DefaultListChangedCheck
+	}
 }
 
 func (c *Config) validateCatalog(p *problems) {
@@ -66,6 +87,9 @@ func (c *Config) validateCatalog(p *problems) {
 	}
 	// catalog.manifest may not exist yet: `mcpgate manifest pin` writes
 	// it (to this path by default); serve refuses to start without it.
+	if d, err := time.ParseDuration(cat.ListChangedCheck); err != nil || d != 0 {
+		checkDurationIn(p, "catalog.list_changed_check", cat.ListChangedCheck, durationRange{min: MinListChangedCheck})
+	}
 	if cat.Unpinned != CatalogUnpinnedRefuse && cat.Unpinned != CatalogUnpinnedAllow {
 		p.add("catalog.unpinned", "%q must be %q or %q", cat.Unpinned, CatalogUnpinnedRefuse, CatalogUnpinnedAllow)
 	}

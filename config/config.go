@@ -54,6 +54,19 @@ type Config struct {
 	// Catalog is mcpgate's own listing of the upstreams' tools, with
 	// pinning (on unless disabled).
 	Catalog Catalog `yaml:"catalog"`
+	// Toolsets are named toolsets a connection can be bound to (see
+	// toolsets.go); the built-in "full" (every tool) is the default.
+	Toolsets map[string]Toolset `yaml:"toolsets"`
+	// WriteSafety configures replay protection and two-step
+	// confirmation (writes.go).
+	WriteSafety WriteSafety `yaml:"write_safety"`
+	// RateLimits configures the limits per effect class (writes.go).
+	RateLimits RateLimits `yaml:"rate_limits"`
+	// Tasks turns MCP tasks (revision 2025-11-25) on; off by default.
+	Tasks Tasks `yaml:"tasks"`
+	// Extensions lists the capability extensions that pass between
+	// clients and upstreams; every other one is stripped.
+	Extensions Extensions `yaml:"extensions"`
 }
 
 // Listeners are the addresses mcpgate listens on.
@@ -148,6 +161,14 @@ type Upstream struct {
 	// receives. Default: its URL (without user information), else its
 	// name.
 	Audience string `yaml:"audience"`
+	// ResourceTenant are patterns saying where the tenant sits in this
+	// upstream's resource URIs, e.g. "crm://{tenant}/**" ({tenant} once;
+	// "*" one path segment, "**" any run; routes.CompileResourcePattern).
+	// A resource URI naming another tenant than the caller's is refused,
+	// list entries naming one are hidden, and resource links in results
+	// naming one are removed. Default none (tenant-like query parameters
+	// are checked in every URI all the same).
+	ResourceTenant []string `yaml:"resource_tenant"`
 }
 
 // Policy selects the Rego policies.

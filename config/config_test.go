@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -230,10 +231,13 @@ func TestApplyDefaults(t *testing.T) {
 			MaxBodyBytes: DefaultMaxBodyBytes, MaxJSONDepth: DefaultMaxJSONDepth, MaxSSEEventBytes: DefaultMaxSSEEventBytes,
 			ReadHeaderTimeout: DefaultReadHeaderTimeout, ReadTimeout: DefaultReadTimeout,
 		},
-		Log:       Log{Format: DefaultLogFormat, Level: DefaultLogLevel},
-		Audit:     Audit{Retention: DefaultAuditRetention, Log: DefaultAuditLog},
-		Assertion: Assertion{Issuer: DefaultAssertionIssuer, TTL: DefaultAssertionTTL},
-		Catalog:   Catalog{Refresh: DefaultCatalogRefresh, MaxPages: DefaultCatalogMaxPages, Unpinned: CatalogUnpinnedRefuse},
+		Log:         Log{Format: DefaultLogFormat, Level: DefaultLogLevel},
+		Audit:       Audit{Retention: DefaultAuditRetention, Log: DefaultAuditLog},
+		Assertion:   Assertion{Issuer: DefaultAssertionIssuer, TTL: DefaultAssertionTTL},
+		Catalog:     Catalog{Refresh: DefaultCatalogRefresh, MaxPages: DefaultCatalogMaxPages, Unpinned: CatalogUnpinnedRefuse, ListChangedCheck: DefaultListChangedCheck},
+		WriteSafety: WriteSafety{ReplayWindow: DefaultReplayWindow, ConfirmTTL: DefaultConfirmTTL, WaitInFlight: DefaultWaitInFlight},
+		RateLimits: RateLimits{Backend: RateBackendMemory, Buckets: maps.Clone(DefaultBuckets), Concurrency: DefaultConcurrency,
+			ReservedForWrites: DefaultReservedForWrites, LoopBrake: DefaultLoopBrake, DefaultDeadline: DefaultToolDeadline},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("ApplyDefaults:\ngot  %+v\nwant %+v", c, want)
@@ -563,7 +567,12 @@ func allKeys(t reflect.Type, prefix string) []string {
 	case reflect.Slice:
 		return allKeys(t.Elem(), prefix+"[]")
 	case reflect.Map:
-		return allKeys(t.Elem(), prefix+".<tool>")
+		// Map keys read as <tool> under tools, <name> elsewhere
+		// (rate_limits.buckets.<name>.rate).
+		if strings.HasSuffix(prefix, ".tools") {
+			return allKeys(t.Elem(), prefix+".<tool>")
+		}
+		return allKeys(t.Elem(), prefix+".<name>")
 	case reflect.Struct:
 		var keys []string
 		for _, name := range yamlFields(t).names {

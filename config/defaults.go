@@ -71,6 +71,7 @@ func (c *Config) ApplyDefaults() {
 	}
 	c.applyIdentityDefaults()
 	c.applyCatalogDefaults()
+	c.applyWriteDefaults()
 }
 
 // Default returns the built-in configuration of the one-line mode

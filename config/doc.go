@@ -105,6 +105,14 @@
 //   - upstreams[].audience (string; default the url without user
 //     information): the aud of the identity assertions the upstream
 //     receives. No spaces or control characters.
+//   - upstreams[].resource_tenant (list of strings; default none): where
+//     the tenant sits in the upstream's resource URIs, e.g.
+//     "crm://{tenant}/**" ({tenant} once; "*" one path segment, "**" any
+//     run; lower-case scheme; no query). A resources/read, subscribe or
+//     listen naming another tenant than the caller's is refused
+//     (tenant_mismatch), such list entries are hidden and such resource
+//     links are removed from results. Tenant-like query parameters are
+//     checked in every URI regardless.
 //   - upstreams[].tools (mapping of tool name to declaration; default
 //     none): the per-tool declarations, keyed by the tool's name on the
 //     upstream. A tool that is not declared gets the policy's fail-closed
@@ -124,6 +132,19 @@
 //     dropped.
 //   - upstreams[].tools.<tool>.hidden (boolean; default false): withdraw the
 //     tool: left out of tools/list, calls refused (reason tool_hidden).
+//   - upstreams[].tools.<tool>.expensive (boolean; default false): a costly
+//     read; the default policy takes it from the rate bucket
+//     expensive_reads instead of reads.
+//   - upstreams[].tools.<tool>.moves_money (boolean; default false): the
+//     call moves money; a person confirms it on the approval page
+//     (approval out_of_band), whatever the policy answers.
+//   - upstreams[].tools.<tool>.legally_binding (boolean; default false):
+//     the call is legally binding; treated like moves_money.
+//   - upstreams[].tools.<tool>.notify_object (string; default none): for a
+//     notify tool, the argument naming the object the message goes to;
+//     notify limits count per value of it.
+//   - upstreams[].tools.<tool>.deadline_ms (integer, milliseconds; default
+//     0 = the gateway's default): bound on one call of the tool.
 //
 // policy (mapping): which Rego policies decide.
 //
@@ -221,6 +242,9 @@
 //     scope claim (a space-separated string or an array of strings).
 //   - auth.issuers[].client_id_claim (string; default "client_id", else
 //     "azp"): the claim naming the OAuth client.
+//   - auth.issuers[].client_toolsets (mapping of client id to toolset
+//     name; default none): the toolset of the connections of each OAuth
+//     client (a key of toolsets, or "full"); other clients get "full".
 //   - auth.issuers[].introspection (mapping; default none): verify opaque
 //     tokens with RFC 7662 at this issuer; at most one issuer.
 //   - auth.issuers[].introspection.endpoint (string, URL; default the
@@ -306,6 +330,73 @@
 //     it to exist).
 //   - catalog.unpinned ("refuse" or "allow"; default "refuse"): what
 //     happens to a listed tool the manifest does not pin.
+//   - catalog.list_changed_check (duration; default "10s"; "0s" or at
+//     least "100ms"): how often every open notification stream is checked
+//     for a change of the tools its principal sees (rights, tokens);
+//     notifications/tools/list_changed is then sent on it. Catalog,
+//     manifest and policy changes are checked at once besides.
+//
+// toolsets (mapping of toolset name to toolset; default none): named
+// toolsets a connection can be bound to (a gateway token's --toolset,
+// auth.issuers[].client_toolsets). The built-in "full" (every tool) is the
+// default and cannot be defined. Names: lower-case letters, digits, "_"
+// and "-".
+//
+//   - toolsets.<name>.tools (list of strings; required): the toolset's
+//     tools, "<tool>" with one upstream, "<upstream>/<tool>" with several;
+//     each declared in upstreams[].tools (only a warning with the catalog
+//     off).
+//   - toolsets.<name>.description_chars (int; default 0 = the upstream's
+//     description; else 20 to 2000): tools/list shows the first sentence,
+//     cut at a word to this many characters.
+//   - toolsets.<name>.descriptions (mapping of tool to string; default
+//     none): declared short descriptions (at most 1000 characters) that
+//     replace the upstream's for this toolset.
+//
+// write_safety (mapping): replay protection and two-step confirmation;
+// needs a store section (without one, calls the policy marks for either
+// are refused).
+//
+//   - write_safety.replay_window (duration; default "10m"; "1s" to "24h"):
+//     how long a silent write's result answers an identical repeat.
+//   - write_safety.confirm_ttl (duration; default "10m"; "10s" to "24h"):
+//     how long a preview's confirm_token stays valid.
+//   - write_safety.wait_in_flight (duration; default "2s"; at most "25s"):
+//     how long a repeat waits for the running first call.
+//
+// rate_limits (mapping): limits per effect class.
+//
+//   - rate_limits.disabled (bool; default false): turn every limit off.
+//   - rate_limits.backend ("memory" or "redis"; default redis with
+//     store.redis, else memory): where buckets live.
+//   - rate_limits.buckets (mapping; defaults for reads, expensive_reads,
+//     writes, notify, wake): bucket name to rate; rate_limits.buckets.<name>.rate
+//     (int, at least 1), rate_limits.buckets.<name>.per (duration, "1s" to
+//     "24h"), rate_limits.buckets.<name>.burst (int, at least 1).
+//   - rate_limits.concurrency (int; default 2): calls one credential may
+//     have in flight.
+//   - rate_limits.reserved_for_writes (int; default 1; below concurrency):
+//     slots only writes may use.
+//   - rate_limits.loop_brake (int; default 3; at least 2): the n-th
+//     identical failing call in a row is stopped.
+//   - rate_limits.default_deadline (duration; default "60s"; "1s" to
+//     "10m"): how long one tools/call may take upstream by default.
+//
+// tasks (mapping): MCP tasks of revision 2025-11-25. Off by default
+// (task-augmented calls and tasks/* refused, the upstream's tasks
+// capability hidden).
+//
+//   - tasks.enabled (bool; default false; needs a store section): turn
+//     tasks on; each task id is bound to its caller and tool.
+//   - tasks.max_ttl (duration; default "1h"; from "1s" to "168h"): the
+//     longest a task binding lives.
+//
+// extensions (mapping): capability extensions that pass between clients
+// and upstreams; every other one is stripped.
+//
+//   - extensions.allow (list of strings; default none): extension
+//     identifiers and experimental capability names that pass unchanged
+//     (not "io.modelcontextprotocol/tasks").
 //
 // admin_api (mapping; default none = off): the admin API, /v1/ on the
 // admin listener. Requires an auth section, a store section and an enabled

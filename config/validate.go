@@ -49,6 +49,9 @@ func (c *Config) validate() problems {
 	c.validateAssertion(&p)
 	c.validateAdminAPI(&p)
 	c.validateCatalog(&p)
+	c.validateToolsets(&p)
+	c.validateWrites(&p)
+	c.validateTasks(&p)
 	return p
 }
 

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"unicode"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/mcpgate/mcpgate/config"
 	"github.com/mcpgate/mcpgate/gateway/shape"
@@ -136,17 +138,27 @@ func TestContractArguments(t *testing.T) {
 			return ws
 		}
 
-		// The demo: an integer (an alerting tool: a write).
+		// The demo: an integer, for an alerting tool. The preview reports
+		// the coercion; the confirmed call carries the coerced value.
 		mark, calls := e.demoUp.count(), e.demo.Calls(demo.ToolMuteBookingAlerts)
-		a := g.both(t, ctReq{upstream: "demo", method: "tools/call", tool: demo.ToolMuteBookingAlerts, args: `{"booking_id":"B-1001","minutes":"5"}`}, ok)
-		for i := range a {
-			r := a[i].result(t)
+		for _, v := range g.vias("demo") {
+			pa := wrCall(t, v.url, g.token, "1", demo.ToolMuteBookingAlerts, `{"booking_id":"B-1001","minutes":"5"}`)
+			pr := pa.result(t)
+			if ws := warningsOf(t, pr); !slices.Equal(ws, []warning{{"minutes", "coerced_integer"}}) {
+				t.Errorf("%s: preview warnings %+v", v.name, ws)
+			}
+			var p struct{ ConfirmToken, ConfirmSummary string }
+			if err := json.Unmarshal(pr.StructuredContent, &struct {
+				T *string `json:"confirm_token"`
+				S *string `json:"confirm_summary"`
+			}{&p.ConfirmToken, &p.ConfirmSummary}); err != nil || !strings.Contains(p.ConfirmSummary, `"minutes":5`) {
+				t.Fatalf("%s: preview %s", v.name, pr.StructuredContent)
+			}
+			args, _ := json.Marshal(map[string]string{"confirm_token": p.ConfirmToken, "confirm_summary": p.ConfirmSummary})
+			r := wrCall(t, v.url, g.token, "2", "confirm_action", string(args)).result(t)
 			var got struct{ Minutes any }
 			if err := json.Unmarshal(r.StructuredContent, &got); err != nil || got.Minutes != float64(5) {
-				t.Errorf("the demo's result says minutes %#v (%v): %s", got.Minutes, err, r.StructuredContent)
-			}
-			if ws := warningsOf(t, r); !slices.Equal(ws, []warning{{"minutes", "coerced_integer"}}) {
-				t.Errorf("warnings %+v", ws)
+				t.Errorf("%s: the demo's result says minutes %#v (%v): %s", v.name, got.Minutes, err, r.StructuredContent)
 			}
 		}
 		if n := e.demo.Calls(demo.ToolMuteBookingAlerts) - calls; n != 2 {
@@ -164,7 +176,7 @@ func TestContractArguments(t *testing.T) {
 		// An SDK server that echoes what it received: a boolean and an
 		// integer coerced, a string left a string.
 		before := len(e.lab.argsOf("echo_arguments"))
-		a = g.both(t, ctReq{upstream: "lab", method: "tools/call", tool: "echo_arguments", args: `{"verbose":"true","limit":"5","query":"5"}`}, ok)
+		a := g.both(t, ctReq{upstream: "lab", method: "tools/call", tool: "echo_arguments", args: `{"verbose":"true","limit":"5","query":"5"}`}, ok)
 		wantArgs := `{"verbose":true,"limit":5,"query":"5"}`
 		for i := range a {
 			r := a[i].result(t)
@@ -261,6 +273,9 @@ func TestContractArguments(t *testing.T) {
 // gateway's logs or audit, invisible characters removed from results and
 // reported by manifest lint in descriptions, a multi-MiB result replaced
 // by the too-large tool error.
+// gatewayTools are mcpgate's own tools, listed beside the upstream's.
+var gatewayTools = map[string]bool{"confirm_action": true, "reject_action": true, "list_recent_changes": true}
+
 func TestContractResults(t *testing.T) {
 	e := startContractEnv(t)
 	g := e.gw
@@ -291,7 +306,7 @@ func TestContractResults(t *testing.T) {
 			{"demo", demo.ToolNames},
 			// get_extra is not pinned, lookup_remote's schema (a remote
 			// $ref) cannot be used: hidden.
-			{"lab", []string{"echo_arguments", "get_memo", "get_note", "get_report", "get_status"}},
+			{"lab", []string{"echo_arguments", "find_notes", "get_memo", "get_note", "get_report", "get_status"}},
 		} {
 			a := g.both(t, ctReq{upstream: c.upstream, method: "tools/list"}, want{status: 200, www: "-"})
 			var m struct {
@@ -312,6 +327,9 @@ func TestContractResults(t *testing.T) {
 				}
 			}
 			for _, tl := range l.Tools {
+				if gatewayTools[tl.Name] {
+					continue // mcpgate's own (e2e/writes_test.go)
+				}
 				names = append(names, tl.Name)
 				effect := decls[c.upstream][tl.Name].Effect
 				read := effect == policy.EffectRead
@@ -368,7 +386,8 @@ func TestContractResults(t *testing.T) {
 			{demo.ToolCancelBooking, `{"booking_id":"` + demo.InjectedBookingID + `"}`, reset, []string{"notes", "customer.notes"}, 1},
 		} {
 			mark := e.demoUp.count()
-			a := g.both(t, ctReq{upstream: "demo", method: "tools/call", tool: c.tool, args: c.args, before: c.before}, ok)
+			confirm := c.tool == demo.ToolSendBookingConfirmation || c.tool == demo.ToolCancelBooking
+			a := g.both(t, ctReq{upstream: "demo", method: "tools/call", tool: c.tool, args: c.args, before: c.before, confirm: confirm}, ok)
 			answers = append(answers, a...)
 			for i := range a {
 				checkUntrusted(t, c.tool, a[i], canary, c.wrapped, c.canaries)
@@ -389,8 +408,8 @@ func TestContractResults(t *testing.T) {
 			{upstream: "demo", method: "tools/call", tool: demo.ToolFindCustomers, args: `{"query":""}`},
 			{upstream: "demo", method: "tools/call", tool: demo.ToolListTechnicians, args: `{}`},
 			{upstream: "demo", method: "tools/call", tool: demo.ToolGetBooking, args: `{"booking_id":"B-1002"}`},
-			{upstream: "demo", method: "tools/call", tool: demo.ToolPageTechnician, args: `{"technician_id":"T-12","message":"ring"}`, before: e.demo.Reset},
-			{upstream: "demo", method: "tools/call", tool: demo.ToolMuteBookingAlerts, args: `{"booking_id":"B-1003","minutes":5}`, before: e.demo.Reset},
+			{upstream: "demo", method: "tools/call", tool: demo.ToolPageTechnician, args: `{"technician_id":"T-12","message":"ring"}`, before: e.demo.Reset, confirm: true},
+			{upstream: "demo", method: "tools/call", tool: demo.ToolMuteBookingAlerts, args: `{"booking_id":"B-1003","minutes":5}`, before: e.demo.Reset, confirm: true},
 			{upstream: "lab", method: "tools/call", tool: "get_note", args: `{}`},
 		} {
 			answers = append(answers, g.both(t, r, ok)...)
@@ -670,6 +689,9 @@ func TestContractPinning(t *testing.T) {
 		var names []string
 		clear(descriptions)
 		for _, tl := range m.Result.Tools {
+			if gatewayTools[tl.Name] {
+				continue
+			}
 			names = append(names, tl.Name)
 			descriptions[tl.Name] = tl.Description
 		}
@@ -773,7 +795,9 @@ func TestContractPinning(t *testing.T) {
 			t.Errorf("after pinning again the lab lists %q", names)
 		}
 		before := e.demo.Calls(demo.ToolUpdateBooking)
-		g.both(t, ctReq{upstream: "demo", method: "tools/call", tool: demo.ToolUpdateBooking, args: `{"booking_id":"B-1001","status":"confirmed"}`}, ok)
+		// (Other arguments than before the rug pull: the same write again
+		// would be a replay.)
+		g.both(t, ctReq{upstream: "demo", method: "tools/call", tool: demo.ToolUpdateBooking, args: `{"booking_id":"B-1001","notes":"re-pinned"}`}, ok)
 		if n := e.demo.Calls(demo.ToolUpdateBooking) - before; n != 2 {
 			t.Errorf("update_booking ran %d times, want 2", n)
 		}
@@ -909,4 +933,122 @@ func listen(t *testing.T, url, token string) <-chan string {
 		t.Fatal("subscriptions/listen: no acknowledgement")
 	}
 	return msgs
+}
+
+// TestContractErrorShape (issue 5 item 5): through the proxy and Envoy +
+// ext_proc, every refusal of a tools/call is HTTP 200, isError, text
+// "Error: … Fix: …" whose last line is the JSON details equal to
+// structuredContent, and that structuredContent validates against the
+// outputSchema tools/list shows (the upstream's, extended by mcpgate),
+// which the upstream's own results still fit. "Not found" points to a
+// visible finder of the same upstream, never to a create tool; a tool
+// hidden by pinning or an unusable schema answers with that reason.
+//
+// The gateway runs without policy.secret_names here: with them every
+// result may lose members, so no outputSchema is listed at all (README,
+// "Errors the agent sees").
+func TestContractErrorShape(t *testing.T) {
+	e := startContractEnv(t)
+	g := e.startGateway(t, "noSecrets", func(c *config.Config) { c.Policy.SecretNames = nil })
+	if n := len(e.gw.cfg.Policy.SecretNames); n == 0 {
+		t.Fatal("the quickstart lists no secret names: this test no longer shows the rule")
+	}
+	for _, a := range e.gw.both(t, ctReq{upstream: "lab", method: "tools/list"}, want{status: 200, www: "-"}) {
+		if strings.Contains(a.Body, `"outputSchema"`) {
+			t.Errorf("with secret names an outputSchema is listed: %.2000s", a.Body)
+		}
+	}
+	refused := want{status: 200, www: "-", contains: []string{toolError}}
+
+	a := g.both(t, ctReq{upstream: "lab", method: "tools/list"}, want{status: 200, www: "-"})
+	var m struct {
+		Result struct {
+			Tools []struct {
+				Name         string          `json:"name"`
+				OutputSchema json.RawMessage `json:"outputSchema"`
+			} `json:"tools"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(a[0].Msg, &m); err != nil {
+		t.Fatal(err)
+	}
+	var listed json.RawMessage
+	for _, tl := range m.Result.Tools {
+		if tl.Name == "find_notes" {
+			listed = tl.OutputSchema
+		}
+	}
+	if !strings.HasPrefix(string(listed), `{"type":"object","anyOf":[`) {
+		t.Fatalf("find_notes' listed outputSchema: %s", listed)
+	}
+	schema := compileSchema(t, listed)
+	ok := g.both(t, ctReq{upstream: "lab", method: "tools/call", tool: "find_notes", args: `{"query":"x"}`}, want{status: 200, www: "-", absent: []string{toolError}})
+	for i := range ok {
+		if err := validateInstance(schema, ok[i].result(t).StructuredContent); err != nil {
+			t.Errorf("the upstream's result does not fit the listed outputSchema: %v", err)
+		}
+	}
+
+	for _, c := range []struct {
+		upstream, tool, args, code, next string
+	}{
+		{"demo", "drop_tables", `{}`, "tool_not_declared", demo.ToolFindCustomers},
+		{"demo", "create_invoice", `{}`, "tool_not_declared", demo.ToolFindCustomers},
+		{"lab", "drop_tables", `{}`, "tool_not_declared", "find_notes"},
+		{"lab", "gone_tool", `{}`, "tool_not_in_upstream", "find_notes"},
+		{"lab", "get_extra", `{}`, "tool_not_approved", "tools/list"},
+		{"lab", "lookup_remote", `{}`, "tool_unusable", "tools/list"},
+		{"lab", "find_notes", `{"query":"x","colour":"red"}`, "invalid_arguments", "find_notes"},
+		{"lab", "find_notes", `{"query":"x","tenant_id":"globex"}`, "tenant_argument", "find_notes"},
+		{"demo", demo.ToolGetBooking, `{"booking_id":1}`, "invalid_arguments", demo.ToolGetBooking},
+	} {
+		t.Run(c.upstream+" "+c.tool+" "+c.code, func(t *testing.T) {
+			a := g.both(t, ctReq{upstream: c.upstream, method: "tools/call", tool: c.tool, args: c.args}, refused)
+			for i := range a {
+				d, text := a[i].refusal(t, c.code)
+				if !strings.HasPrefix(text, "Error: ") || d.Error.Cause == "" || d.Error.Fix == "" || d.Error.NextTool != c.next {
+					t.Errorf("details %+v, want cause, fix and next_tool %q", d.Error, c.next)
+				}
+				if strings.Contains(d.Error.NextTool+" "+d.Error.Fix, "create_") {
+					t.Errorf("the refusal points to a create tool: %+v", d.Error)
+				}
+				if err := validateInstance(schema, a[i].result(t).StructuredContent); err != nil {
+					t.Errorf("structuredContent %s does not fit the listed outputSchema: %v", a[i].result(t).StructuredContent, err)
+				}
+			}
+		})
+	}
+}
+
+// compileSchema compiles a listed schema with remote references refused.
+func compileSchema(t *testing.T, schema []byte) *jsonschema.Schema {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.UseLoader(noRemoteSchemas{})
+	if err := c.AddResource("mem:///listed.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile("mem:///listed.json")
+	if err != nil {
+		t.Fatalf("compile %s: %v", schema, err)
+	}
+	return s
+}
+
+type noRemoteSchemas struct{}
+
+func (noRemoteSchemas) Load(url string) (any, error) {
+	return nil, errors.New("remote schema " + url + " refused")
+}
+
+func validateInstance(s *jsonschema.Schema, b []byte) error {
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	return s.Validate(v)
 }

@@ -213,8 +213,10 @@ func TestDemoQuickstart(t *testing.T) {
 	}
 	for _, version := range []string{"2026-07-28", "2025-11-25"} {
 		cs := connectSDK(t, d.Endpoint, d.Tokens["alice"], version)
-		if names := toolNames(t, cs); len(names) != 9 {
-			t.Fatalf("%s: alice lists %d tools, want 9: %q", version, len(names), names)
+		// The demo's 9 tools and the gateway's confirm_action,
+		// reject_action and list_recent_changes.
+		if names := toolNames(t, cs); len(names) != 12 {
+			t.Fatalf("%s: alice lists %d tools, want 12: %q", version, len(names), names)
 		}
 		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "find_customers", Arguments: map[string]any{"query": "a"}})
 		if err != nil || res.IsError {
@@ -223,7 +225,7 @@ func TestDemoQuickstart(t *testing.T) {
 		_ = cs.Close()
 
 		gina := connectSDK(t, d.Endpoint, d.Tokens["gina"], version)
-		want := []string{"create_booking", "find_customers", "get_booking", "list_technicians", "update_booking"}
+		want := []string{"create_booking", "find_customers", "get_booking", "list_recent_changes", "list_technicians", "update_booking"}
 		if names := toolNames(t, gina); !slices.Equal(names, want) {
 			t.Errorf("%s: gina lists %q, want %q", version, names, want)
 		}
@@ -310,7 +312,7 @@ func TestMetricsPromtool(t *testing.T) {
 	}
 	d := startDemo(t)
 	cs := connectSDK(t, d.Endpoint, d.Tokens["alice"], "")
-	if names := toolNames(t, cs); len(names) != 9 {
+	if names := toolNames(t, cs); len(names) != 12 {
 		t.Fatalf("alice lists %q", names)
 	}
 	if res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "find_customers", Arguments: map[string]any{"query": "a"}}); err != nil || res.IsError {

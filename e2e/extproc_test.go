@@ -40,8 +40,8 @@ func TestDemoExtProc(t *testing.T) {
 
 	srv, drv := startEnvoy(t, "unix:"+sock, strings.TrimSuffix(d.Upstream, "/mcp"), "", 500*time.Millisecond)
 	cs := connectSDK(t, srv.URL+"/mcp", d.Tokens["alice"], "")
-	if names := toolNames(t, cs); len(names) != 9 {
-		t.Fatalf("tools/list through Envoy: %q, want 9 tools", names)
+	if names := toolNames(t, cs); len(names) != 12 {
+		t.Fatalf("tools/list through Envoy: %q, want 9 tools and the gateway's 3", names)
 	}
 	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "find_customers", Arguments: map[string]any{"query": "a"}})
 	if err != nil || res.IsError {

@@ -5,15 +5,18 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/mcpgate/mcpgate/gateway/args"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
+	"github.com/mcpgate/mcpgate/gateway/refusal"
 	"github.com/mcpgate/mcpgate/gateway/shape"
 	"github.com/mcpgate/mcpgate/policy"
 )
@@ -35,6 +38,10 @@ type ToolCatalog interface {
 type CatalogTool struct {
 	Name, Title, Description  string
 	InputSchema, OutputSchema jsontext.Value
+	// Annotations is the raw JSON of the upstream's "annotations" (hints,
+	// never trusted; the policy sees them as input.tool.catalog.annotations);
+	// nil when none.
+	Annotations jsontext.Value
 	// Hash identifies the definition (the catalog's canonical hash); the
 	// compiled input schema is cached under it.
 	Hash string
@@ -54,7 +61,10 @@ type schemaCache struct {
 	mu      sync.Mutex
 	schemas map[string]schemaEntry
 	shapers sync.Map // toolKey → *shape.Shaper (nil: nothing to shape)
+	byRules sync.Map // rulesKey → *shape.Shaper, the shapers decisions ask for
+	nRules  atomic.Int64
 	listed  sync.Map // definition hash → jsontext.Value, the inputSchema tools/list shows
+	output  sync.Map // definition hash → jsontext.Value, the outputSchema tools/list shows
 }
 
 type toolKey struct{ upstream, tool string }
@@ -117,6 +127,72 @@ func (p *Pipeline) shaper(upstream, tool string) *shape.Shaper {
 	return s
 }
 
+// resultShaper returns the result shaping of an allowed tools/call as its
+// decision asks (policy.Decision.Result: the paths to wrap as untrusted
+// text, the allowlist, the names to drop, plus Options.SecretNames); nil
+// when there is nothing to shape. A decision without a result member gets
+// the tool's declaration (shaper), so shaping never turns off by omission.
+// Compiled shapers are cached by their rules, so a hot path answering the
+// same paths compiles once. Paths the shaper cannot compile are an error:
+// the call is refused (fail closed).
+func (p *Pipeline) resultShaper(upstream, tool string, d *policy.Decision) (*shape.Shaper, error) {
+	r := d.Result
+	if r == nil {
+		return p.shaper(upstream, tool), nil
+	}
+	if len(r.UntrustedText) == 0 && len(r.Fields) == 0 && len(r.Drop) == 0 {
+		return p.secretShaper, nil
+	}
+	key := rulesKey(r)
+	c := &p.schemas
+	if v, ok := c.byRules.Load(key); ok {
+		return v.(*shape.Shaper), nil
+	}
+	rules := shape.Rules{ResultFields: r.Fields, UntrustedText: r.UntrustedText, SecretNames: p.opts.SecretNames}
+	if len(r.Drop) > 0 {
+		rules.SecretNames = append(slices.Clip(p.opts.SecretNames), r.Drop...)
+	}
+	s, err := shape.Compile(rules)
+	if err != nil {
+		return nil, err
+	}
+	if c.nRules.Add(1) > maxSchemas {
+		// A policy answering ever new paths (e.g. from arguments): start
+		// over rather than grow without bound.
+		c.byRules.Clear()
+		c.nRules.Store(1)
+	}
+	c.byRules.Store(key, s)
+	return s, nil
+}
+
+// rulesKey identifies a decision's result paths: each list's entries
+// joined by NUL (not a path or name character), the lists by SOH.
+func rulesKey(r *policy.ResultPaths) string {
+	var b strings.Builder
+	for i, list := range [][]string{r.UntrustedText, r.Fields, r.Drop} {
+		if i > 0 {
+			b.WriteByte(1)
+		}
+		for _, e := range list {
+			b.WriteString(e)
+			b.WriteByte(0)
+		}
+	}
+	return b.String()
+}
+
+// shapeRefusal is the answer to an allowed tools/call whose decision asks
+// for result shaping the gateway cannot compile: a policy failure, refused
+// (fail closed) in the error contract.
+func shapeRefusal(id jsontext.Value, decisionID string) []byte {
+	return refusal.ToolError(id, []policy.Reason{{
+		Code:  policy.CodeInvalidDecision,
+		Cause: "The server's policy asked for result shaping the gateway cannot apply, so the call was not made.",
+		Fix:   "Do not retry; report decision " + decisionID + " to the server's administrators.",
+	}}, decisionID)
+}
+
 // withheldField is the only field an allowlist keeps when a tool's own
 // shaping cannot be compiled: none of an upstream's.
 const withheldField = "mcpgate_withheld"
@@ -140,7 +216,7 @@ func (p *Pipeline) catalogTool(x *Exchange) bool {
 	if !listed {
 		return true
 	}
-	in.Tool.Catalog.State = t.State
+	in.Tool.Catalog = catalogEntry(&t)
 	s, err := p.schema(&t)
 	if err != nil {
 		// Fail closed: a tool whose calls cannot be checked is refused
@@ -166,6 +242,65 @@ func (p *Pipeline) catalogTool(x *Exchange) bool {
 		in.Message.Arguments = res.Arguments // the policy judges what is forwarded
 	}
 	return true
+}
+
+// catalogEntry is the policy's view of a listed tool's catalog entry.
+func catalogEntry(t *CatalogTool) *policy.ToolCatalog {
+	return &policy.ToolCatalog{Listed: true, State: t.State, Hash: t.Hash, Title: t.Title, Annotations: t.Annotations}
+}
+
+// finderPrefixes start the names of tools that find things (seed 002:
+// find_ searches, list_ returns short full lists, get_ returns one object).
+var finderPrefixes = []string{"find_", "search_", "list_", "get_"}
+
+// maxFinders bounds input.finders.
+const maxFinders = 16
+
+// notFound reports whether a tools/call names a tool the caller cannot
+// find: undeclared, hidden, or not listed by the upstream.
+func notFound(t *policy.Tool) bool {
+	return !t.Declared || t.Hidden || (t.Catalog != nil && !t.Catalog.Listed)
+}
+
+// finders returns the candidates a "not found" refusal may point to
+// (input.finders): the declared read tools of the upstream whose names
+// start with a finder prefix, other than name, in the catalog's order
+// (by name without a catalog), each as input.tool shows it. The policy
+// picks a visible one; create tools are never candidates.
+func (p *Pipeline) finders(upstream, name string) []policy.Tool {
+	decls := p.opts.Declarations[upstream]
+	candidate := func(n string) (policy.ToolDeclaration, bool) {
+		d, ok := decls[n]
+		if !ok || n == name || d.Effect != policy.EffectRead || d.Hidden {
+			return d, false
+		}
+		for _, prefix := range finderPrefixes {
+			if strings.HasPrefix(n, prefix) {
+				return d, true
+			}
+		}
+		return d, false
+	}
+	var out []policy.Tool
+	if c := p.opts.Catalog; c != nil {
+		tools, _ := c.Tools(upstream)
+		for i := range tools {
+			if d, ok := candidate(tools[i].Name); ok && len(out) < maxFinders {
+				t := policy.Tool{Name: tools[i].Name, Declared: true, ToolDeclaration: d, Catalog: catalogEntry(&tools[i])}
+				if _, err := p.schema(&tools[i]); err != nil {
+					t.Catalog.State = policy.CatalogUnusable
+				}
+				out = append(out, t)
+			}
+		}
+		return out
+	}
+	for _, n := range slices.Sorted(maps.Keys(decls)) {
+		if d, ok := candidate(n); ok && len(out) < maxFinders {
+			out = append(out, policy.Tool{Name: n, Declared: true, ToolDeclaration: d})
+		}
+	}
+	return out
 }
 
 // catalogUnavailable is the answer while an upstream's catalog is not
@@ -361,7 +496,7 @@ func (p *Pipeline) listAnswer(ctx context.Context, x *Exchange) *Local {
 	items := make([]policy.Item, len(tools))
 	for i := range tools {
 		t := p.tool(x.req.Upstream, tools[i].Name)
-		t.Catalog = &policy.ToolCatalog{Listed: true, State: tools[i].State}
+		t.Catalog = catalogEntry(&tools[i])
 		if _, err := p.schema(&tools[i]); err != nil {
 			t.Catalog.State = policy.CatalogUnusable
 		}
@@ -374,20 +509,28 @@ func (p *Pipeline) listAnswer(ctx context.Context, x *Exchange) *Local {
 			visible[n] = true
 		}
 	}
+	toolset := x.input.Principal.Toolset
+	p.recordListed(x, fingerprint(tools, items, visible, toolset)) // listchanged.go
 	var out bytes.Buffer
 	enc := jsontext.NewEncoder(&out)
 	_ = enc.WriteToken(jsontext.BeginObject)
 	_ = enc.WriteToken(jsontext.String("tools"))
 	_ = enc.WriteToken(jsontext.BeginArray)
+	var effects []string
 	for i := range tools {
-		if !visible[tools[i].Name] {
+		if !visible[tools[i].Name] || (p.opts.Writes != nil && isGatewayTool(tools[i].Name)) {
 			continue
 		}
-		if err := p.writeListedTool(enc, x.req.Upstream, &tools[i], items[i].Tool); err != nil {
+		effects = append(effects, items[i].Tool.Effect)
+		lt := tools[i]
+		// A toolset for small models may list short descriptions (toolsets.go).
+		lt.Description = p.opts.Toolsets.Description(toolset, x.req.Upstream, lt.Name, lt.Description)
+		if err := p.writeListedTool(enc, x.req.Upstream, &lt, items[i].Tool); err != nil {
 			p.log.LogAttrs(ctx, slog.LevelError, "a catalog tool cannot be listed", slog.String("tool", tools[i].Name), slog.Any("error", err))
 			continue
 		}
 	}
+	p.writeGatewayTools(enc, effects)
 	_ = enc.WriteToken(jsontext.EndArray)
 	if x.version >= mcp.Version20260728 {
 		_ = enc.WriteToken(jsontext.String("cacheScope"))
@@ -428,10 +571,14 @@ func (p *Pipeline) writeListedTool(enc *jsontext.Encoder, upstream string, t *Ca
 	// The upstream's outputSchema describes its results before shaping
 	// (untrusted text becomes a wrapper object, fields are dropped): a
 	// client validating shaped results against it would refuse them, so
-	// it is listed only for tools whose results pass unshaped.
+	// it is listed only for tools whose results pass unshaped by their
+	// declaration (no untrusted_text, result_fields or secret names). It
+	// is listed extended (refusal.OutputSchema) so mcpgate's own tool
+	// errors for the tool validate against it too (seed 002: the declared
+	// outputSchema covers every structured result, errors included).
 	if len(t.OutputSchema) > 0 && p.shaper(upstream, t.Name) == nil {
 		_ = enc.WriteToken(jsontext.String("outputSchema"))
-		if err := enc.WriteValue(t.OutputSchema); err != nil {
+		if err := enc.WriteValue(p.listedOutputSchema(t)); err != nil {
 			return err
 		}
 	}
@@ -465,6 +612,18 @@ func (p *Pipeline) listedSchema(t *CatalogTool) jsontext.Value {
 		out = closed
 	}
 	p.schemas.listed.Store(t.Hash, out)
+	return out
+}
+
+// listedOutputSchema is a tool's outputSchema as tools/list shows it: the
+// upstream's beside the error details (refusal.OutputSchema). Cached per
+// definition hash.
+func (p *Pipeline) listedOutputSchema(t *CatalogTool) jsontext.Value {
+	if v, ok := p.schemas.output.Load(t.Hash); ok {
+		return v.(jsontext.Value)
+	}
+	out := refusal.OutputSchema(t.OutputSchema)
+	p.schemas.output.Store(t.Hash, out)
 	return out
 }
 

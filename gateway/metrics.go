@@ -46,6 +46,10 @@ type Metrics struct {
 	upstreamDuration *prometheus.HistogramVec
 	policyReloads    *prometheus.CounterVec
 	extprocOverrides *prometheus.CounterVec
+	killSwitch       *killSwitchMetrics     // killswitch.go
+	writes           *prometheus.CounterVec // writes.go
+	limits           *prometheus.CounterVec // limits.go
+	listChanged      *prometheus.CounterVec // listchanged.go
 }
 
 // NewMetrics creates the collectors and registers them with reg.
@@ -86,6 +90,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.extprocOverrides.WithLabelValues(PhaseRequestHeaders)
 	m.extprocOverrides.WithLabelValues(PhaseRequestBody)
 	reg.MustRegister(m.requests, m.requestDuration, m.policyDuration, m.upstreamDuration, m.policyReloads, m.extprocOverrides)
+	m.killSwitch = newKillSwitchMetrics(reg)
+	m.writes = newWriteMetrics(reg)
+	m.limits = newLimitMetrics(reg)
+	m.listChanged = newListChangedMetrics(reg)
 	return m
 }
 

@@ -136,12 +136,37 @@ type Options struct {
 	// SecretNames are result member names always dropped from tool
 	// results (any depth), whatever the declarations allow.
 	SecretNames []string
+	// Tasks configures MCP tasks (gateway/tasks.go); the zero value
+	// refuses every task path.
+	Tasks TaskOptions
+	// Extensions are the capability extensions and experimental
+	// capabilities that pass between client and upstream; every other one
+	// is stripped (gateway/extensions.go).
+	Extensions []string
 	// OnToolsChanged is called when an upstream announces
 	// notifications/tools/list_changed in a stream the pipeline relays
 	// (the catalog then lists it again). It must not block.
 	OnToolsChanged func(upstream string)
-	Logger         *slog.Logger
-	Metrics        *Metrics
+	// Switches are the kill switches (killswitch.go), read right after
+	// authentication; nil: no kill switch (no state store).
+	Switches Switches
+	// Toolsets are the configured toolsets (toolsets.go); nil: only the
+	// built-in "full". A credential bound to another toolset is refused.
+	Toolsets *Toolsets
+	// ResourceTenants are, per upstream, the patterns that say where the
+	// tenant sits in its resource URIs (upstreams[].resource_tenant, see
+	// routes.CompileResourcePattern and resources.go).
+	ResourceTenants map[string][]string
+	// Writes turns on write safety: replay protection, two-step
+	// confirmation and the gateway tools confirm_action, reject_action
+	// and list_recent_changes (writes.go). nil: off, and a call the
+	// policy marks for replay protection or confirmation is refused.
+	Writes *WriteSafety
+	// Limits are the rate buckets, concurrency cap, loop brake and
+	// deadlines (limits.go); nil: no limits.
+	Limits  *Limits
+	Logger  *slog.Logger
+	Metrics *Metrics
 }
 
 // Pipeline runs the gates of ARCHITECTURE.md on each message.
@@ -154,10 +179,15 @@ type Pipeline struct {
 	log        *slog.Logger
 	m          *Metrics
 	schemas    schemaCache
+	loops      loopBrake
 	// textShaper shapes resources/read results (secret names, untrusted
 	// text); secretShaper drops the secret names from the results of
 	// undeclared tools (nil without secret names).
 	textShaper, secretShaper *shape.Shaper
+	// lists are the open notification streams (listchanged.go);
+	// resTenants the compiled ResourceTenants (resources.go).
+	lists      listHub
+	resTenants resourceTenants
 }
 
 type deciderBox struct{ Decider }
@@ -176,6 +206,13 @@ func New(d Decider, o Options) *Pipeline {
 		p.origins[strings.ToLower(strings.TrimSuffix(origin, "/"))] = true
 	}
 	p.decider.Store(&deciderBox{d})
+	rt, err := compileResourceTenants(o.ResourceTenants)
+	if err != nil {
+		// Validated at load (config); a pattern that slips through is
+		// left out and logged.
+		p.log.Error("a resource_tenant pattern cannot be compiled", "error", err)
+	}
+	p.resTenants = rt
 	ts, err := shape.Compile(shape.Rules{SecretNames: o.SecretNames})
 	if err != nil {
 		// Fail closed: an allowlist nothing matches.
@@ -226,6 +263,14 @@ type Verdict struct {
 	Body          []byte
 	BodyChanged   bool
 	ResponseExtra mcp.Header // header fields to add to the upstream's response (CORS)
+	// Detach: the request is a write whose outcome must be recorded; the
+	// standalone adapter does not cancel it when the client goes away,
+	// and reads its answer to the end (issue 6: "in standalone mode
+	// upstream writes are not cancelled by a client disconnect").
+	Detach bool
+	// Deadline bounds the upstream exchange (standalone adapter; under
+	// Envoy the route's timeout applies); 0: none.
+	Deadline time.Duration
 }
 
 // Outcome labels of mcpgate_requests_total{decision}.
@@ -264,8 +309,20 @@ type Exchange struct {
 	coerced      []byte            // the arguments after coercion (nil: unchanged)
 	warnings     []args.Warning    // coercions applied
 	headerParams map[string]string // Mcp-Param-<Name> → argument, from the schema
-	input        policy.Input
-	decision     *policy.Decision
+	task         taskState         // tasks and capability stripping (tasks.go)
+	// write follows a forwarded write to its answer (replay window,
+	// confirmed action, audit); confirming is the pending action a
+	// confirm_action call is executing (write safety, writes.go).
+	write      *writeState
+	confirming *store.Action
+	// loopKey identifies the call for the loop brake; releaseSlot frees
+	// its concurrency slot; deadline bounds it upstream (limits.go).
+	loopKey     string
+	releaseSlot func()
+	deadline    time.Duration
+	input       policy.Input
+	decision    *policy.Decision
+	ls          *listStream // the notification stream watched for tool list changes (listchanged.go)
 }
 
 // Message returns the parsed message, nil if the request carried none.
@@ -383,11 +440,15 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 		if l := p.authenticate(ctx, x); l != nil {
 			return Verdict{Local: l}
 		}
+		if l := p.killSwitch(ctx, x); l != nil {
+			return Verdict{Local: l}
+		}
 		if l := p.checkSession(ctx, x); l != nil {
 			return Verdict{Local: l}
 		}
 		x.outcome = OutcomeAllow
-		x.watchTools = r.Method == "GET" && p.opts.OnToolsChanged != nil
+		x.watchTools = r.Method == "GET" && (p.opts.OnToolsChanged != nil || p.pushesListChanged())
+		x.task.watch = r.Method == "GET" && p.opts.Tasks.Enabled
 		return p.forwardVerdict(x, nil, false)
 	default:
 		x.outcome = OutcomeInvalid
@@ -445,14 +506,31 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 	if l := p.authenticate(ctx, x); l != nil {
 		return Verdict{Local: l}
 	}
+	if l := p.killSwitch(ctx, x); l != nil {
+		return Verdict{Local: l}
+	}
 	if l := p.checkSession(ctx, x); l != nil {
 		return Verdict{Local: l}
+	}
+	if nb, err := p.stripClientCapabilities(msg, body); err != nil {
+		x.outcome = OutcomeInvalid
+		return Verdict{Local: local(400, mcp.ErrorResponse(idOrNull(msg.ID), &mcp.Error{Code: mcp.CodeInvalidParams, Message: "The client capabilities cannot be read."}))}
+	} else if nb != nil {
+		body, changed = nb, true
 	}
 	if msg.Kind == mcp.KindResponse {
 		// A client's answer to a server request (older revisions) decides
 		// nothing; it is relayed to the upstream that asked.
 		x.outcome = OutcomeAllow
 		return p.forwardVerdict(x, body, changed)
+	}
+	if p.opts.Writes != nil && msg.Method == "tools/call" && isGatewayTool(msg.Name) {
+		// mcpgate's own tools; a confirm_action that may run becomes the
+		// original call, judged below with the current principal.
+		if l := p.gatewayTool(ctx, x, &body); l != nil {
+			return Verdict{Local: l}
+		}
+		msg, changed = x.msg, true
 	}
 	if p.opts.Catalog != nil && (msg.Method == "tools/call" || msg.Method == "tools/list") {
 		if _, loaded := p.opts.Catalog.Tools(r.Upstream); !loaded {
@@ -477,12 +555,15 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 		case msg.Kind == mcp.KindNotification:
 			return Verdict{Local: local(403, nil)}
 		case msg.Method == "tools/call":
-			return Verdict{Local: local(200, refusal.ToolError(msg.ID, d.Reasons, d.ID))}
+			return Verdict{Local: local(200, refusal.ToolError(msg.ID, p.loopRefused(x, d.Reasons), d.ID))}
 		default:
 			return Verdict{Local: local(200, refusal.RPCError(msg.ID, d.Reasons, d.ID))}
 		}
 	}
 	x.outcome = OutcomeAllow
+	if l := p.taskRequest(ctx, x); l != nil {
+		return Verdict{Local: l}
+	}
 	switch {
 	case msg.Method == "tools/list" && p.opts.Catalog != nil:
 		return Verdict{Local: p.listAnswer(ctx, x)}
@@ -505,26 +586,53 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 				body, changed = nb, true
 			}
 		}
-		x.shaper = p.shaper(r.Upstream, msg.Name)
-		x.shapeResult = x.shaper != nil || len(x.warnings) > 0
+		shaper, serr := p.resultShaper(r.Upstream, msg.Name, d)
+		if serr != nil {
+			x.outcome = OutcomeError
+			p.log.LogAttrs(ctx, slog.LevelError, "the policy's result paths cannot be compiled; call refused",
+				slog.String("decision_id", d.ID), slog.String("tool", msg.Name), slog.Any("error", serr))
+			return Verdict{Local: local(200, shapeRefusal(msg.ID, d.ID))}
+		}
+		x.shaper = shaper
+		x.shapeResult = x.shaper != nil || len(x.warnings) > 0 || x.checksResultURIs() || x.task.inspect
 		// With the contracts on, a tool's stream is read even when its
 		// result needs no shaping: its progress and log notifications
 		// carry text too.
 		x.shapeNotes = p.opts.Catalog != nil
+		if x.confirming != nil {
+			extra = x.paramHeaders()
+		}
+		if l := p.limitsGate(ctx, x, d); l != nil {
+			return Verdict{Local: l}
+		}
+		if l := p.writeSafety(ctx, x, d); l != nil {
+			return Verdict{Local: l}
+		}
+		if p.opts.Limits != nil && p.opts.Limits.LoopBrake > 0 {
+			x.shapeResult = true // its outcome feeds the loop brake
+		}
 		v := p.forwardVerdict(x, body, changed)
 		for k, vals := range extra {
 			if v.SetHeader != nil {
 				v.SetHeader[k] = vals
 			}
 		}
-		if v.Local == nil {
+		v.Deadline = x.deadline
+		if v.Local != nil {
+			x.release()
+		} else if x.write != nil {
+			v.Detach = true // audited with its outcome when the answer arrives
+		} else {
 			p.audit(ctx, x, d) // allowed and forwarded
 		}
 		return v
 	}
 	x.listKind = listKinds[msg.Method]
-	x.shapeResult = p.opts.Catalog != nil && textResults[msg.Method]
-	x.watchTools = msg.Method == "subscriptions/listen" && p.opts.OnToolsChanged != nil
+	x.shapeResult = p.opts.Catalog != nil && textResults[msg.Method] || x.task.inspect
+	x.watchTools = msg.Method == "subscriptions/listen" && (p.opts.OnToolsChanged != nil || p.pushesListChanged())
+	if !x.shapeResult && x.checksResultURIs() && (msg.Method == "resources/read" || msg.Method == "prompts/get") {
+		x.shapeResult = true // resource links of other tenants are removed
+	}
 	return p.forwardVerdict(x, body, changed)
 }
 
@@ -559,7 +667,7 @@ func (p *Pipeline) authenticate(ctx context.Context, x *Exchange) *Local {
 		return authLocal(f, x.msg, []policy.Reason{{Code: f.Code, Cause: f.Message, Fix: f.Fix}}, "")
 	}
 	x.input.Principal = *pr
-	return nil
+	return p.checkToolset(x)
 }
 
 // scopeChallenge returns the 403 insufficient_scope answer when the policy
@@ -689,6 +797,7 @@ func (p *Pipeline) decide(ctx context.Context, x *Exchange, phase string, items 
 		r, msg := x.req, x.msg
 		in.Transport = policy.Transport{Kind: r.Transport, HTTPMethod: r.Method, Path: r.Path, Upstream: r.Upstream, Tenant: r.Tenant, ProtocolVersion: x.version, Origin: r.Header.Get("origin")}
 		in.Message = policy.Message{Kind: msg.Kind.String(), Method: msg.Method, Name: msg.Name, URI: msg.URI, Arguments: msg.Arguments}
+		p.messageTenants(x)
 		if ci := clientInfo(msg); ci != nil {
 			in.Message.Client = &policy.Client{Name: ci.Name, Version: ci.Version}
 		}
@@ -696,6 +805,9 @@ func (p *Pipeline) decide(ctx context.Context, x *Exchange, phase string, items 
 			in.Tool = p.tool(r.Upstream, msg.Name)
 			in.Message.TenantArguments = tenantArguments(msg.Arguments, p.tenantArgs)
 			p.catalogTool(x)
+			if notFound(in.Tool) {
+				in.Finders = p.finders(r.Upstream, msg.Name)
+			}
 		}
 	}
 	start := time.Now()
@@ -719,7 +831,7 @@ func clientInfo(m *mcp.Message) *mcp.Implementation {
 // has Declared false and no effect (the policy's fail-closed default).
 func (p *Pipeline) tool(upstream, name string) *policy.Tool {
 	d, ok := p.opts.Declarations[upstream][name]
-	return &policy.Tool{Name: name, Declared: ok, ToolDeclaration: d}
+	return &policy.Tool{Name: name, Declared: ok, ToolDeclaration: d, Toolsets: p.opts.Toolsets.Holding(upstream, name)}
 }
 
 func (p *Pipeline) originAllowed(origin string) bool {
@@ -741,6 +853,14 @@ func quote(s string) string {
 // Finish records the request's metrics once; adapters call it when the
 // exchange ends (after the response, or at once for a local answer).
 func (x *Exchange) Finish() {
+	x.p.closeListStream(x)
+	// A forwarded write whose answer never arrived (client gone, stream
+	// cut, upstream failed): its outcome is unknown.
+	x.abandon()
+	if x.releaseSlot != nil {
+		x.releaseSlot()
+		x.releaseSlot = nil
+	}
 	if x.p.m == nil || x.start.IsZero() {
 		return
 	}

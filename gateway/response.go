@@ -62,6 +62,9 @@ func (x *Exchange) ResponseHeaders(status int, h mcp.Header) (ResponseMode, erro
 		}
 	}
 	x.unbindSession(status)
+	if status/100 == 4 {
+		x.release() // the upstream refused the request: nothing ran
+	}
 	if err := x.refusedAssertion(status); err != nil {
 		return PassThrough, err
 	}
@@ -71,7 +74,7 @@ func (x *Exchange) ResponseHeaders(status int, h mcp.Header) (ResponseMode, erro
 		// upstream's notifications/tools/list_changed; a tool call's
 		// stream for its progress and log notifications. A JSON answer
 		// that needs no shaping passes untouched.
-		if (x.watchTools || x.shapeNotes) && strings.HasPrefix(strings.ToLower(h.Get("content-type")), "text/event-stream") &&
+		if (x.watchTools || x.shapeNotes || x.task.watch) && strings.HasPrefix(strings.ToLower(h.Get("content-type")), "text/event-stream") &&
 			(h.Get("content-encoding") == "" || strings.EqualFold(h.Get("content-encoding"), "identity")) {
 			return StreamSSE, nil
 		}
@@ -115,7 +118,11 @@ func (x *Exchange) ResponseBody(ctx context.Context, body []byte) ([]byte, bool,
 func (x *Exchange) shape(ctx context.Context, body []byte) ([]byte, error) {
 	if x.listKind == "" && !x.shapeResult && !x.shapeNotes {
 		// A watched notification stream: read for tools/list_changed,
-		// relayed as it is, never withheld (nothing in it is shaped).
+		// relayed as it is, never withheld (nothing in it is shaped but a
+		// task status notification's message).
+		if out := x.watchedTaskStatus(body); out != nil {
+			return out, nil
+		}
 		if x.p.opts.OnToolsChanged != nil && bytes.Contains(body, []byte("notifications/tools/list_changed")) {
 			if msg, perr := mcp.Parse(body, x.p.opts.MaxJSONDepth); perr == nil && msg.Kind == mcp.KindNotification && msg.Method == "notifications/tools/list_changed" {
 				x.p.opts.OnToolsChanged(x.req.Upstream)
@@ -130,8 +137,14 @@ func (x *Exchange) shape(ctx context.Context, body []byte) ([]byte, error) {
 	if msg.Kind == mcp.KindNotification && msg.Method == "notifications/tools/list_changed" && x.p.opts.OnToolsChanged != nil {
 		x.p.opts.OnToolsChanged(x.req.Upstream)
 	}
+	if msg.Kind == mcp.KindNotification && msg.Method == mcp.NotificationTasksStatus {
+		return shapeTaskStatus(body, msg)
+	}
 	if msg.Kind == mcp.KindNotification && (x.shapeResult || x.shapeNotes) {
 		return shapeNotification(body, msg)
+	}
+	if msg.Kind == mcp.KindResponse && msg.Result == nil {
+		x.settle(nil) // a JSON-RPC error answers a write: not executed
 	}
 	if msg.Kind != mcp.KindResponse || msg.Result == nil {
 		// A server request or notification inside the stream, or a
@@ -170,20 +183,46 @@ func (x *Exchange) requestID() []byte {
 
 // shapeAnswer shapes the result of the exchange's request by its method.
 func (x *Exchange) shapeAnswer(result jsontext.Value) ([]byte, error) {
+	if x.task.inspect || x.msg.Method == "tools/call" && bytes.Contains(result, []byte(`"task"`)) {
+		if out, done, err := x.taskAnswer(result); done {
+			return out, err
+		}
+	}
 	var out []byte
 	var err error
 	switch x.msg.Method {
 	case "tools/call":
-		return x.shapeToolResult(result)
+		out, err := x.shapeToolResult(result)
+		if err == nil {
+			if out != nil {
+				x.settle(out)
+			} else {
+				x.settle(result)
+			}
+		}
+		return out, err
 	case "resources/read":
-		out, err = x.p.textShaper.ResourceContents(result)
+		if x.p.opts.Catalog != nil {
+			out, err = x.p.textShaper.ResourceContents(result)
+		}
 	case "prompts/get":
-		out, err = shape.PromptResult(result, 0)
+		if x.p.opts.Catalog != nil {
+			out, err = shape.PromptResult(result, 0)
+		}
 	case "completion/complete":
 		out, err = shape.CompletionResult(result, 0)
 	}
 	if err != nil {
 		return nil, errors.Join(ErrUpstreamResponse, err)
+	}
+	if x.checksResultURIs() && x.msg.Method != "completion/complete" {
+		in := out
+		if in == nil {
+			in = result
+		}
+		if dropped, err := x.shapeForeignResources(in, nil); err != nil || dropped != nil {
+			return dropped, err
+		}
 	}
 	return out, nil
 }
@@ -215,6 +254,17 @@ func (x *Exchange) shapeToolResult(result jsontext.Value) ([]byte, error) {
 			return nil, errors.Join(ErrUpstreamResponse, err)
 		}
 		out = shaped
+	}
+	if x.checksResultURIs() {
+		in := out
+		if in == nil {
+			in = result
+		}
+		dropped, err := x.shapeForeignResources(in, x.warnings)
+		if err != nil || dropped != nil {
+			return dropped, err
+		}
+		return out, nil
 	}
 	if len(x.warnings) > 0 {
 		in := out
@@ -287,9 +337,9 @@ func (x *Exchange) filterList(ctx context.Context, result jsontext.Value) (jsont
 		case "tools":
 			items[i] = policy.Item{Name: e.Name, Tool: x.p.tool(x.req.Upstream, e.Name)}
 		case "resources":
-			items[i] = policy.Item{Name: e.URI}
+			items[i] = policy.Item{Name: e.URI, URITenants: x.p.listItemTenants(x.req.Upstream, e.URI, false)}
 		case "resourceTemplates":
-			items[i] = policy.Item{Name: e.URITemplate}
+			items[i] = policy.Item{Name: e.URITemplate, URITenants: x.p.listItemTenants(x.req.Upstream, e.URITemplate, true)}
 		default:
 			items[i] = policy.Item{Name: e.Name}
 		}
@@ -356,11 +406,18 @@ type EventRewriter struct {
 	s      *sse.Splitter
 	buf    []byte
 	failed bool // the stream could not be split (an event over the limit)
+	// ls is the stream's entry for tool list announcements (nil when
+	// mcpgate announces none on it; listchanged.go).
+	ls *listStream
 }
 
 // NewEventRewriter returns the rewriter for a StreamSSE response.
 func (x *Exchange) NewEventRewriter(ctx context.Context) *EventRewriter {
-	return &EventRewriter{x: x, ctx: ctx, s: sse.NewSplitter(x.p.opts.MaxSSEEventBytes)}
+	w := &EventRewriter{x: x, ctx: ctx, s: sse.NewSplitter(x.p.opts.MaxSSEEventBytes)}
+	if x.watchTools && x.ls == nil {
+		w.ls = x.p.openListStream(ctx, x)
+	}
+	return w
 }
 
 // Write consumes a chunk of the upstream stream and calls emit with each
@@ -412,6 +469,19 @@ func (w *EventRewriter) event(raw []byte, emit func([]byte) error) error {
 		return emit(raw)
 	}
 	out, err := w.x.shape(w.ctx, data)
+	if w.ls != nil && err == nil {
+		seen := data
+		if out != nil {
+			seen = out
+		}
+		repl, drop := w.ls.observe(seen)
+		if drop {
+			return nil
+		}
+		if repl != nil {
+			out = repl
+		}
+	}
 	if err != nil {
 		// The stream is under way: the status can no longer change, so
 		// the unchecked answer is replaced by a JSON-RPC error event.

@@ -55,6 +55,9 @@ Usage:
   mcpgate tokens revoke ID                    gateway-issued MCP tokens, through the admin API
                                               (--admin URL, --token T, --json; or $MCPGATE_ADMIN_URL,
                                               $MCPGATE_ADMIN_TOKEN; "mcpgate tokens help" for more)
+  mcpgate killswitch on|off [--tenant T] --reason R
+  mcpgate killswitch status                   stop MCP traffic in an incident, through the admin API
+                                              (same flags as tokens; "mcpgate killswitch help" for more)
   mcpgate manifest pin --config FILE [--out FILE] [--upstream NAME]...
                                               list the upstreams' tools, show what changed, pin them
   mcpgate manifest lint [--json] (FILE | --url URL)   check tool definitions against the design rules
@@ -78,6 +81,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cmdDemo(ctx, args[1:], stdout, stderr)
 	case "tokens":
 		return cmdTokens(ctx, args[1:], stdout, stderr)
+	case "killswitch":
+		return cmdKillSwitch(ctx, args[1:], stdout, stderr)
 	case "keys":
 		return cmdKeys(ctx, args[1:], stdout, stderr)
 	case "manifest":

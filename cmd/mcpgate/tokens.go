@@ -37,10 +37,11 @@ tokens with their own OIDC access token; a tenant admin manages their
 tenant's tokens, a platform admin everyone's.
 
 Usage:
-  mcpgate tokens create [--tenant T] [--subject S] [--name N] [--rights a,b] [--expires-in 720h]
+  mcpgate tokens create [--tenant T] [--subject S] [--name N] [--rights a,b] [--expires-in 720h] [--toolset core]
         a new token; its secret is printed once and cannot be shown again.
         Rights default to all the creator's current rights; the lifetime
-        to the gateway's default
+        to the gateway's default; the toolset (a name from the gateway's
+        toolsets section) to full, every tool
   mcpgate tokens list [--tenant T] [--creator S]
         the tokens you may see (never their secrets)
   mcpgate tokens revoke ID
@@ -148,6 +149,7 @@ func tokensCreate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	name := fs.String("name", "", "a `label` for the token")
 	rightsFlag := fs.String("rights", "", "comma-separated `rights` (default: all the person holds)")
 	expiresIn := fs.String("expires-in", "", "lifetime as a Go `duration`, e.g. 720h (default: the gateway's)")
+	toolset := fs.String("toolset", "", "bind the token's connection to this `toolset` of the gateway (default: full, every tool)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -156,7 +158,7 @@ func tokensCreate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	body := map[string]any{}
-	for k, v := range map[string]string{"tenant": *tenant, "subject": *subject, "name": *name, "expires_in": *expiresIn} {
+	for k, v := range map[string]string{"tenant": *tenant, "subject": *subject, "name": *name, "expires_in": *expiresIn, "toolset": *toolset} {
 		if v != "" {
 			body[k] = v
 		}
@@ -187,6 +189,9 @@ func tokensCreate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stdout, "name: %s\n", t.Name)
 	}
 	fmt.Fprintf(stdout, "rights: %s\nexpires: %s\n", strings.Join(t.Rights, ","), formatTime(t.ExpiresAt))
+	if t.Toolset != "" {
+		fmt.Fprintf(stdout, "toolset: %s\n", t.Toolset)
+	}
 	fmt.Fprintln(stdout, "This is the only time the token is shown: store it now. It can be revoked, never shown again.")
 	return nil
 }

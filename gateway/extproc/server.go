@@ -167,6 +167,7 @@ type exchange struct {
 	rw       *gateway.EventRewriter
 	finished bool
 	out      []byte
+	killed   bool // a kill switch ended the response stream (killswitch.go)
 }
 
 // Process serves one ext_proc stream: one HTTP request and its response.
@@ -395,6 +396,7 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.Process
 		ex.s.log.LogAttrs(ex.ctx, slog.LevelWarn, "upstream response cannot be inspected", slog.String("upstream", ex.req.Upstream), slog.Any("error", err))
 		return immediate(upstreamFailure(ex.x))
 	}
+	mode = ex.x.KillableStream(mode, hdr) // killswitch.go
 	ex.mode = mode
 	set := ex.verdict.ResponseExtra
 	var remove []string
@@ -462,9 +464,16 @@ func (ex *exchange) responseBody(b *extprocv3.HttpBody) *extprocv3.ProcessingRes
 		if ex.rw == nil {
 			return cont // a repeated end of stream
 		}
+		if r := ex.killSwitchChunk(b); r != nil { // killswitch.go
+			return r
+		}
 		ex.out = ex.out[:0]
 		emit := func(p []byte) error { ex.out = append(ex.out, p...); return nil }
 		_ = ex.rw.Write(b.GetBody(), emit)
+		// mcpgate's own events (a tools/list_changed announcement) ride on
+		// this chunk: ext_proc can only answer the messages Envoy sends,
+		// so an announcement waits for the upstream's next chunk.
+		_ = ex.rw.Pending(emit)
 		if b.GetEndOfStream() {
 			_ = ex.rw.Flush(emit)
 			ex.rw = nil

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -84,6 +85,21 @@ type state struct {
 	sent    time.Time
 	routeID string
 	target  *url.URL // the upstream URL of this request
+	// cancel ends the deadline of a call with one (Verdict.Deadline);
+	// deadline is its context.
+	cancel   context.CancelFunc
+	deadline context.Context
+}
+
+// errToolDeadline is the cause of a tools/call's own deadline (not the
+// upstream's timeout).
+var errToolDeadline = errors.New("the tool's deadline passed")
+
+// done releases the deadline timer of the exchange, if any.
+func (st *state) done() {
+	if st.cancel != nil {
+		st.cancel()
+	}
 }
 
 var _ http.Handler = (*Proxy)(nil)
@@ -273,6 +289,15 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 		pr.Out.Header.Set("Content-Length", strconv.Itoa(len(body)))
 		pr.Out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	}
+	if st.v.Deadline > 0 {
+		ctx, cancel := context.WithTimeoutCause(pr.Out.Context(), st.v.Deadline, errToolDeadline)
+		pr.Out, st.cancel, st.deadline = pr.Out.WithContext(ctx), cancel, ctx
+	}
+	if st.v.Detach {
+		// A write whose outcome is recorded: the client going away must
+		// not cancel it upstream (finishBody reads its answer to the end).
+		pr.Out = pr.Out.WithContext(context.WithoutCancel(pr.Out.Context()))
+	}
 	st.sent = time.Now()
 }
 
@@ -298,6 +323,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	if err != nil {
 		return err
 	}
+	mode = st.x.KillableStream(mode, fromHTTP(resp.Header)) // killswitch.go
 	switch mode {
 	case gateway.BufferJSON:
 		limit := p.o.MaxResponseBytes
@@ -318,17 +344,19 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 			resp.ContentLength = int64(len(out))
 			resp.Header.Set("Content-Length", strconv.Itoa(len(out)))
 		}
-		resp.Body = &finishBody{ReadCloser: io.NopCloser(bytes.NewReader(data)), x: st.x}
+		resp.Body = &finishBody{ReadCloser: io.NopCloser(bytes.NewReader(data)), x: st.x, st: st}
 	case gateway.StreamSSE:
 		resp.Header.Del("Content-Length")
 		resp.ContentLength = -1
 		resp.Header.Set("X-Accel-Buffering", "no")
-		resp.Body = &finishBody{ReadCloser: newEventReader(resp.Body, st.x.NewEventRewriter(resp.Request.Context())), x: st.x}
+		er := newEventReader(resp.Body, st.x.NewEventRewriter(resp.Request.Context()))
+		er.watchSwitches(resp.Request.Context(), st.x) // killswitch.go
+		resp.Body = &finishBody{ReadCloser: er, x: st.x, detach: st.v.Detach, st: st}
 	default:
 		if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 			resp.Header.Set("X-Accel-Buffering", "no")
 		}
-		resp.Body = &finishBody{ReadCloser: resp.Body, x: st.x}
+		resp.Body = &finishBody{ReadCloser: resp.Body, x: st.x, detach: st.v.Detach, st: st}
 	}
 	return nil
 }
@@ -338,6 +366,16 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
 	st := r.Context().Value(ctxKey{}).(*state)
 	defer st.x.Finish()
+	defer st.done()
+	if isDialError(err) {
+		st.x.Unsent() // nothing reached the upstream
+	}
+	if st.deadline != nil && context.Cause(st.deadline) == errToolDeadline {
+		if l := st.x.DeadlineExceeded(st.v.Deadline); l != nil {
+			writeLocal(w, l, st.v.ResponseExtra)
+			return
+		}
+	}
 	if errors.Is(err, context.Canceled) {
 		p.log.LogAttrs(r.Context(), slog.LevelDebug, "client went away", slog.String("upstream", st.routeID))
 		return
@@ -358,13 +396,35 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 // finishBody records the exchange's metrics when the relay ends.
 type finishBody struct {
 	io.ReadCloser
-	x *gateway.Exchange
+	x      *gateway.Exchange
+	detach bool // a write: read the answer to the end even if the client left
+	st     *state
 }
 
+// drainLimit bounds how long a detached write's answer is read after the
+// client went away.
+const drainLimit = 2 * time.Minute
+
 func (b *finishBody) Close() error {
+	if b.detach {
+		// The client may have gone away mid-stream: the rest of the
+		// answer is still read through the pipeline, so the write's
+		// outcome is recorded rather than left unknown.
+		t := time.AfterFunc(drainLimit, func() { _ = b.ReadCloser.Close() })
+		_, _ = io.Copy(io.Discard, b.ReadCloser)
+		t.Stop()
+	}
 	err := b.ReadCloser.Close()
+	b.st.done()
 	b.x.Finish()
 	return err
+}
+
+// isDialError reports whether err is a failure to connect to the
+// upstream: the request was never sent.
+func isDialError(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 func writeLocal(w http.ResponseWriter, l *gateway.Local, extra mcp.Header) {

@@ -29,6 +29,8 @@
 //	GET    /v1/tokens?tenant=&creator= → {tokens: [{id, tenant, creator, name, rights, created_at, expires_at, revoked_at?, active}]}
 //	DELETE /v1/tokens/{id}            → the revoked token
 //	GET    /v1/audit?tenant=&since=&until=&limit= → {records: [...]}
+//	GET    /v1/killswitch             → {switches: [{tenant, on, reason?, set_by?, at?}]}
+//	PUT    /v1/killswitch             {tenant?, on, reason?} → the switch as set (killswitch.go)
 //
 // Who may do what follows the tokens package (a person: own tokens; a
 // tenant admin: its tenant's tokens and audit; a platform admin:
@@ -149,6 +151,7 @@ type API struct {
 	static        []StaticToken
 	log           *slog.Logger
 	retryAfterSec string
+	killSwitch    KillSwitch // killswitch.go; nil: no kill switch
 }
 
 // New checks o, reporting every problem at once, and returns the API.
@@ -262,6 +265,8 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 		if allow(w, r, http.MethodDelete) {
 			a.revokeToken(w, r, actor, path[len("/v1/tokens/"):])
 		}
+	case path == "/v1/killswitch":
+		a.serveKillSwitch(w, r, actor) // killswitch.go
 	case path == "/v1/audit":
 		if allow(w, r, http.MethodGet) {
 			a.queryAudit(w, r, actor)
@@ -269,7 +274,7 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeError(w, http.StatusNotFound, apiError{Code: "not_found",
 			Message: fmt.Sprintf("no admin API endpoint at %s", path),
-			Fix:     "use /v1/whoami, /v1/tokens, /v1/tokens/{id} or /v1/audit"})
+			Fix:     "use /v1/whoami, /v1/tokens, /v1/tokens/{id}, /v1/audit or /v1/killswitch"})
 	}
 }
 

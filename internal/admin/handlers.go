@@ -30,6 +30,9 @@ type CreateTokenRequest struct {
 	Rights  []string `json:"rights"`
 	// ExpiresIn is a Go duration ("720h"); absent: the default lifetime.
 	ExpiresIn *string `json:"expires_in"`
+	// Toolset binds the token's connection to a configured toolset;
+	// absent or "full": every tool.
+	Toolset string `json:"toolset"`
 }
 
 // Token is a token as the admin API shows it: never its hash; its secret
@@ -42,6 +45,7 @@ type Token struct {
 	Creator   string     `json:"creator"`
 	Name      string     `json:"name"`
 	Rights    []string   `json:"rights"`
+	Toolset   string     `json:"toolset"` // "full" when the token names none
 	CreatedAt time.Time  `json:"created_at"`
 	ExpiresAt *time.Time `json:"expires_at"`
 	RevokedAt *time.Time `json:"revoked_at,omitempty"`
@@ -95,7 +99,7 @@ func (a *API) createToken(w http.ResponseWriter, r *http.Request, actor tokens.A
 		ttl = d
 	}
 	c, err := a.tokens.Create(r.Context(), actor, tokens.CreateRequest{
-		Tenant: req.Tenant, Subject: req.Subject, Name: req.Name, Rights: req.Rights, TTL: ttl,
+		Tenant: req.Tenant, Subject: req.Subject, Name: req.Name, Rights: req.Rights, TTL: ttl, Toolset: req.Toolset,
 	})
 	if err != nil {
 		a.tokensError(w, r, err)
@@ -224,8 +228,11 @@ func (a *API) deny(r *http.Request, actor tokens.Actor, action, reason string) {
 
 func (a *API) tokenJSON(t store.Token) Token {
 	out := Token{
-		ID: t.ID, Tenant: t.Tenant, Creator: t.Creator, Name: t.Name, Rights: t.Rights,
+		ID: t.ID, Tenant: t.Tenant, Creator: t.Creator, Name: t.Name, Rights: t.Rights, Toolset: t.Toolset,
 		CreatedAt: t.CreatedAt, RevokedAt: t.RevokedAt, Active: a.tokens.Active(t),
+	}
+	if out.Toolset == "" {
+		out.Toolset = tokens.ToolsetFull
 	}
 	if out.Rights == nil {
 		out.Rights = []string{}

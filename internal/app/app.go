@@ -24,6 +24,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/extproc"
 	"github.com/mcpgate/mcpgate/gateway/proxy"
+	"github.com/mcpgate/mcpgate/internal/killswitch"
 	"github.com/mcpgate/mcpgate/internal/tokens"
 	"github.com/mcpgate/mcpgate/policy"
 	"github.com/mcpgate/mcpgate/store"
@@ -45,6 +46,11 @@ type App struct {
 	cfg     *config.Config
 	id      *identity
 	catalog *toolCatalog // nil when catalog.disabled
+
+	// switches keeps the kill switches fresh (killswitch.go); nil
+	// without a state store.
+	switches *killswitch.Watcher
+
 	servers []*http.Server
 	grpc    *grpcServer
 	ready   atomic.Bool
@@ -124,8 +130,22 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 		cat, onToolsChanged = tc, tc.refreshSoon(log)
 
 	}
+	if err := a.startKillSwitch(ctx); err != nil {
+		id.close()
+		return nil, err
+	}
+	toolsets, err := newToolsets(cfg, log) // toolsets.go
+	if err != nil {
+		id.close()
+		return nil, err
+	}
 	a.Pipeline = gateway.New(eng, gateway.Options{
+		Toolsets:         toolsets,
+		ResourceTenants:  resourceTenants(cfg),
+		Switches:         a.gatewaySwitches(),
 		Catalog:          cat,
+		Writes:           newWriteSafety(cfg, id, log),
+		Limits:           newLimits(cfg, id),
 		ListTTL:          cfg.Rights.MaxStalenessDuration(),
 		OnToolsChanged:   onToolsChanged,
 		Declarations:     decls,
@@ -140,12 +160,15 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 		Asserter:         asserter,
 		JWKS:             jwks,
 		Sessions:         sessions,
+		Tasks:            taskOptions(cfg, id.store),
+		Extensions:       cfg.Extensions.Allow,
 		SessionTTL:       sessionTTL(cfg),
 		StripHeaders:     strip,
 		Audit:            id.audit,
 		Logger:           log,
 		Metrics:          metrics,
 	})
+	a.watchToolLists(ctx)
 	if cfg.Policy.WatchEnabled() && len(cfg.Policy.Dirs) > 0 {
 		go func() {
 			if err := eng.Watch(ctx); err != nil && !errors.Is(err, context.Canceled) {
@@ -290,7 +313,11 @@ func (a *App) adminHandler() http.Handler {
 // (SIGHUP). Each part logs and counts its outcome; a part that fails keeps
 // its previous state, and the errors are returned joined.
 func (a *App) Reload(ctx context.Context) error {
-	return errors.Join(a.Engine.Reload(ctx), a.id.reloadKeys(ctx, a.log), a.catalog.reload(ctx, a.cfg, a.log))
+	err := errors.Join(a.Engine.Reload(ctx), a.id.reloadKeys(ctx, a.log), a.catalog.reload(ctx, a.cfg, a.log))
+	// Pins and policy may have changed what principals see: announce it
+	// on their open notification streams (listchanged.go).
+	a.Pipeline.ToolsChanged("")
+	return err
 }
 
 // RefreshCatalog lists every upstream's tools again now and waits for it
@@ -325,6 +352,16 @@ func (a *App) Shutdown(ctx context.Context) error {
 		}
 	}
 	a.wg.Wait()
+	a.switches.Stop() // before the store closes
 	a.id.close()
 	return errors.Join(errs...)
+}
+
+// taskOptions are the pipeline's task settings (config tasks section):
+// tasks need the store their bindings live in.
+func taskOptions(cfg *config.Config, st store.Store) gateway.TaskOptions {
+	if !cfg.Tasks.Enabled || st == nil {
+		return gateway.TaskOptions{}
+	}
+	return gateway.TaskOptions{Enabled: true, Store: st, MaxTTL: cfg.Tasks.MaxTTLDuration()}
 }

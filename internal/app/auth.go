@@ -27,6 +27,7 @@ func newAuthenticator(ctx context.Context, cfg *config.Config, id *identity, log
 		ResourceBaseURL: cfg.Auth.ResourceBaseURL,
 		Rights:          id.rights,
 		TenantHeader:    cfg.Auth.TenantHeader,
+		ClientToolsets:  cfg.ClientToolsets(),
 		Logger:          log,
 	}
 	if len(issuers) > 0 {

@@ -30,6 +30,8 @@ type toolCatalog struct {
 	manifest       atomic.Pointer[catalog.Manifest]
 	refuseUnpinned bool
 	views          sync.Map // upstream → *catalogView
+	// onChange announces changed listings on clients' streams (toolsets.go).
+	onChange catalogChanged
 }
 
 type catalogView struct {
@@ -73,6 +75,7 @@ func newToolCatalog(cfg *config.Config, id *identity, log *slog.Logger, reg prom
 		Logger:     log,
 		Registerer: reg,
 		Manifest:   tc.manifest.Load,
+		OnChange:   func(upstream string, _, _ *catalog.Snapshot) { tc.onChange.fire(upstream) },
 		OnDrift: func(d catalog.Drift) {
 			id.audit(context.Background(), store.AuditRecord{Channel: "catalog", Action: "tool_" + string(d.State),
 				Outcome: string(d.State), PublicIDs: map[string]string{"upstream": d.Upstream, "tool": d.Tool, "hash": d.Hash, "pinned_hash": d.PinnedHash}})
@@ -145,7 +148,7 @@ func (tc *toolCatalog) view(upstream string) *catalogView {
 			}
 		}
 		cv.tools[i] = gateway.CatalogTool{Name: t.Name, Title: t.Title, Description: t.Description,
-			InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Hash: t.Hash, State: state}
+			InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations, Hash: t.Hash, State: state}
 		cv.index[t.Name] = i
 	}
 	tc.views.Store(upstream, cv)

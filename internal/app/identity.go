@@ -114,6 +114,7 @@ func newIdentity(ctx context.Context, cfg *config.Config, log *slog.Logger, reg 
 		ts, err := tokens.New(tokens.Options{
 			Store: id.store, Rights: id.rights, Auditor: id.auditor,
 			DefaultTTL: gt.DefaultTTLDuration(), MaxTTL: gt.MaxTTLDuration(),
+			Toolsets: sortedKeys(cfg.Toolsets),
 		})
 		if err != nil {
 			id.close()

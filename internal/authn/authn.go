@@ -96,7 +96,12 @@ type Options struct {
 	// Routes are the MCP routes; the first without {tenant} also gets the
 	// metadata at the bare /.well-known/oauth-protected-resource.
 	Routes []Route
-	Logger *slog.Logger
+	// ClientToolsets bind OAuth clients' connections to toolsets:
+	// issuer → client id → toolset (config auth.issuers[].client_toolsets).
+	// A client not listed gets none ("full"). A gateway token carries its
+	// own toolset.
+	ClientToolsets map[string]map[string]string
+	Logger         *slog.Logger
 }
 
 // Authenticator implements gateway.Authenticator.
@@ -109,6 +114,7 @@ type Authenticator struct {
 	routes       map[string]*route // by upstream name
 	table        *routes.Table
 	docs         map[string][]byte // metadata path → document (exact routes)
+	toolsets     map[string]map[string]string
 	log          *slog.Logger
 }
 
@@ -175,7 +181,7 @@ func New(o Options) (*Authenticator, error) {
 		return nil, errors.New("authn: no route")
 	}
 	a := &Authenticator{v: o.Verifier, tokens: o.Tokens, rights: o.Rights, tenantHeader: strings.ToLower(o.TenantHeader),
-		issuers: o.Issuers, routes: map[string]*route{}, docs: map[string][]byte{}, log: o.Logger}
+		issuers: o.Issuers, routes: map[string]*route{}, docs: map[string][]byte{}, toolsets: o.ClientToolsets, log: o.Logger}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
@@ -337,6 +343,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, r *gateway.Request) (*
 			CredentialID:   claims.TokenID,
 			Issuer:         claims.Issuer,
 			ClientID:       claims.ClientID,
+			Toolset:        a.toolsets[claims.Issuer][claims.ClientID],
 		}
 		tenants = claims.Tenants
 		if len(tenants) == 0 && claims.Tenant != "" {
@@ -397,6 +404,7 @@ func (a *Authenticator) gatewayToken(ctx context.Context, rt *target, raw string
 		CredentialKind: policy.CredentialGatewayToken,
 		CredentialID:   t.ID,
 		Connection:     t.ID,
+		Toolset:        t.Toolset,
 	}, nil
 }
 

@@ -77,6 +77,10 @@ const (
 // MaxNameLen bounds a token's name (bytes).
 const MaxNameLen = 200
 
+// ToolsetFull is the built-in toolset of every tool: what a token without a
+// toolset is bound to.
+const ToolsetFull = "full"
+
 // MaxRights bounds the number of rights a request may name.
 const MaxRights = 256
 
@@ -105,6 +109,9 @@ type Options struct {
 	DefaultTTL time.Duration
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// Toolsets are the toolsets a token may be bound to besides "full"
+	// (config toolsets); a request naming another is refused.
+	Toolsets []string
 }
 
 // Service issues and checks gateway-issued MCP tokens. It is safe for
@@ -117,6 +124,7 @@ type Service struct {
 	maxTTL     time.Duration
 	defaultTTL time.Duration
 	now        func() time.Time
+	toolsets   []string
 }
 
 // New checks o and returns a Service.
@@ -156,6 +164,7 @@ func New(o Options) (*Service, error) {
 		maxTTL:     o.MaxTTL,
 		defaultTTL: o.DefaultTTL,
 		now:        o.Now,
+		toolsets:   slices.Clone(o.Toolsets),
 	}, nil
 }
 
@@ -201,6 +210,9 @@ type CreateRequest struct {
 	// TTL is the token's lifetime: 0 means the default; otherwise it must be
 	// positive and at most the max TTL.
 	TTL time.Duration
+	// Toolset binds the token's connection to a toolset (Options.Toolsets
+	// or "full"); "" means "full" (every tool).
+	Toolset string
 }
 
 // Created is a new token and its secret. The secret is never available
@@ -284,6 +296,11 @@ func (s *Service) create(ctx context.Context, a Actor, r CreateRequest, rec *sto
 	if err != nil {
 		return Created{}, err
 	}
+	if r.Toolset != "" && r.Toolset != ToolsetFull && !slices.Contains(s.toolsets, r.Toolset) {
+		known := append([]string{ToolsetFull}, s.toolsets...)
+		return Created{}, invalid("unknown_toolset", fmt.Sprintf("the toolset %q is not defined on this server", r.Toolset),
+			"use one of: "+strings.Join(known, ", "))
+	}
 
 	live, err := s.rights.Lookup(ctx, tenant, subject)
 	if err != nil {
@@ -315,6 +332,7 @@ func (s *Service) create(ctx context.Context, a Actor, r CreateRequest, rec *sto
 		Creator:   subject,
 		Name:      r.Name,
 		Rights:    slices.Clone(granted),
+		Toolset:   r.Toolset,
 		CreatedAt: now,
 		ExpiresAt: now.Add(ttl),
 	}

@@ -1,0 +1,85 @@
+package config
+
+import (
+	"regexp"
+	"time"
+)
+
+// Defaults and bounds of the tasks and extensions sections.
+const (
+	// DefaultTaskMaxTTL bounds how long a task binding lives when the
+	// task's own ttl is longer, null (unlimited) or absent.
+	DefaultTaskMaxTTL = "1h"
+	// MaxTaskMaxTTL caps tasks.max_ttl.
+	MaxTaskMaxTTL = "168h"
+	// TasksExtension is the identifier of the tasks extension of revision
+	// 2026-07-28 (SEP-2663). mcpgate does not handle it (yet): it is
+	// always stripped, and cannot be allowed in extensions.allow.
+	TasksExtension = "io.modelcontextprotocol/tasks"
+)
+
+// Tasks configures MCP tasks (revision 2025-11-25, "Tasks"): a tools/call
+// with params.task answered by a task handle, its result fetched later
+// with tasks/result. Off by default: task-augmented calls and the tasks/*
+// methods are refused with an error telling the model to call the tool
+// without task, and the upstream's tasks capability is hidden from
+// clients.
+type Tasks struct {
+	// Enabled turns tasks on (default false). It needs a store section:
+	// each task id is bound there to the principal that started it and
+	// to its tool.
+	Enabled bool `yaml:"enabled"`
+	// MaxTTL bounds the life of a task binding (Go duration; "" means
+	// DefaultTaskMaxTTL; from 1s to MaxTaskMaxTTL). A binding lives for the
+	// task's ttl when the upstream gives one, at most MaxTTL; once it
+	// expires, the task is "not found" through mcpgate.
+	MaxTTL string `yaml:"max_ttl"`
+}
+
+// MaxTTLDuration is MaxTTL as a time.Duration; on a value that does not
+// parse it returns the default.
+func (t Tasks) MaxTTLDuration() time.Duration { return durationOr(t.MaxTTL, DefaultTaskMaxTTL) }
+
+// Extensions configures which capability extensions pass between clients
+// and upstreams. Extensions are named in capabilities.extensions (revision
+// 2026-07-28 and the extensions framework, SEP-2133) and, as
+// non-standard capabilities, in capabilities.experimental. mcpgate strips
+// every one it does not handle from what clients declare (initialize
+// params, the per-request clientCapabilities _meta of 2026-07-28) and from
+// what upstreams declare (initialize and server/discover results): an
+// extension changes what messages mean, and a gateway that does not
+// understand them cannot enforce policy on them.
+type Extensions struct {
+	// Allow lists the extension identifiers (capabilities.extensions keys,
+	// e.g. "io.modelcontextprotocol/ui") and experimental capability names
+	// that pass unchanged. Default none. TasksExtension cannot be listed.
+	Allow []string `yaml:"allow"`
+}
+
+// extensionName is the form of an extension identifier or experimental
+// capability name: an optional reverse-DNS prefix ending in "/", then a
+// name of letters, digits, "-", "_" and "." (the _meta key naming rules of
+// revision 2026-07-28).
+var extensionName = regexp.MustCompile(`^([A-Za-z]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z]([A-Za-z0-9-]*[A-Za-z0-9])?)*/)?[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`)
+
+func (c *Config) validateTasks(p *problems) {
+	if c.Tasks.MaxTTL != "" { // "": DefaultTaskMaxTTL
+		checkDurationIn(p, "tasks.max_ttl", c.Tasks.MaxTTL, durationRange{positive: true, min: "1s", max: MaxTaskMaxTTL})
+	}
+	if c.Tasks.Enabled && c.Store == nil {
+		p.add("tasks.enabled", "tasks need a store section: each task id is bound there to the caller that started it")
+	}
+	seen := map[string]bool{}
+	for i, name := range c.Extensions.Allow {
+		path := indexPath("extensions.allow", i)
+		switch {
+		case name == TasksExtension:
+			p.add(path, "%q cannot be allowed: mcpgate does not handle the 2026-07-28 tasks extension yet (tasks.enabled covers the tasks of revision 2025-11-25)", name)
+		case !extensionName.MatchString(name):
+			p.add(path, "%q is not an extension identifier such as \"com.example/feature\"", name)
+		case seen[name]:
+			p.add(path, "%q is listed twice", name)
+		}
+		seen[name] = true
+	}
+}

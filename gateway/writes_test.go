@@ -1,0 +1,307 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp"
+	"github.com/mcpgate/mcpgate/policy"
+	"github.com/mcpgate/mcpgate/store/boltstore"
+)
+
+// Write safety on a real bbolt store; the catalog is a fixed one (the
+// real catalog is tested in internal/catalog and end to end in
+// e2e/writes_test.go).
+
+var writeDecls = map[string]map[string]policy.ToolDeclaration{"demo": {
+	"save_note":      {Effect: policy.EffectSilentWrite},
+	"save_keyed":     {Effect: policy.EffectSilentWrite},
+	"email_customer": {Effect: policy.EffectNotify},
+	"get_note":       {Effect: policy.EffectRead},
+}}
+
+func writeCatalog() *staticCatalog {
+	obj := jsontext.Value(`{"type":"object","properties":{"text":{"type":"string"}}}`)
+	return &staticCatalog{loaded: true, tools: []gateway.CatalogTool{
+		{Name: "save_note", Hash: "n1", State: policy.CatalogApproved, InputSchema: obj},
+		{Name: "save_keyed", Hash: "k1", State: policy.CatalogApproved,
+			InputSchema: jsontext.Value(`{"type":"object","properties":{"text":{"type":"string"},"idempotency_key":{"type":"string"}}}`)},
+		{Name: "email_customer", Hash: "e1", State: policy.CatalogApproved, InputSchema: obj},
+		{Name: "get_note", Hash: "g1", State: policy.CatalogApproved, InputSchema: obj},
+	}}
+}
+
+func newWritePipeline(t *testing.T, cat gateway.ToolCatalog, ws func(*gateway.WriteSafety), lim *gateway.Limits) *gateway.Pipeline {
+	t.Helper()
+	st, err := boltstore.Open(filepath.Join(t.TempDir(), "state.db"), boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	eng, err := policy.New(context.Background(), policy.Options{Declarations: writeDecls})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &gateway.WriteSafety{Replays: st, Actions: st, Audit: st, WaitInFlight: 100 * time.Millisecond}
+	if ws != nil {
+		ws(w)
+	}
+	return gateway.New(eng, gateway.Options{Declarations: writeDecls, MaxBodyBytes: 1 << 16, MaxJSONDepth: 16, MaxSSEEventBytes: 1 << 20,
+		Authenticator: &fakeAuth{}, Catalog: cat, Writes: w, Limits: lim})
+}
+
+func toolCall(id, tool, args string) *gateway.Request {
+	return authReq("POST", "good-", `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"`+tool+`","arguments":`+args+`,`+meta2026+`}}`,
+		"mcp-protocol-version", "2026-07-28", "mcp-method", "tools/call", "mcp-name", tool)
+}
+
+// answer runs the upstream's JSON answer through the exchange's response
+// phase, as an adapter does.
+func answer(t *testing.T, x *gateway.Exchange, status int, body string) {
+	t.Helper()
+	if _, err := x.ResponseHeaders(status, mcp.Header{"content-type": {"application/json"}}); err != nil {
+		t.Fatal(err)
+	}
+	if status < 300 {
+		if _, _, err := x.ResponseBody(context.Background(), []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	x.Finish()
+}
+
+type toolAnswer struct {
+	Result struct {
+		IsError           bool                       `json:"isError"`
+		StructuredContent json.RawMessage            `json:"structuredContent"`
+		Meta              map[string]json.RawMessage `json:"_meta"`
+	} `json:"result"`
+}
+
+func decodeAnswer(t *testing.T, v gateway.Verdict) toolAnswer {
+	t.Helper()
+	if v.Local == nil {
+		t.Fatal("forwarded, want a local answer")
+	}
+	var a toolAnswer
+	if err := json.Unmarshal(v.Local.Body, &a); err != nil {
+		t.Fatalf("%s: %v", v.Local.Body, err)
+	}
+	return a
+}
+
+func code(t *testing.T, a toolAnswer) string {
+	t.Helper()
+	var d struct {
+		Error struct{ Code string } `json:"error"`
+	}
+	_ = json.Unmarshal(a.Result.StructuredContent, &d)
+	return d.Error.Code
+}
+
+func TestReplayWindow(t *testing.T) {
+	ctx := context.Background()
+	p := newWritePipeline(t, writeCatalog(), nil, nil)
+	result := `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"{\"id\":\"N-1\"}"}],"structuredContent":{"id":"N-1"}}}`
+
+	x, v := p.HandleRequest(ctx, toolCall("1", "save_note", `{"text":"a"}`))
+	if v.Local != nil || !v.Detach {
+		t.Fatalf("first call not forwarded detached: %+v", v)
+	}
+	answer(t, x, 200, result)
+
+	// Same write, other id, members in another order: replayed.
+	_, v = p.HandleRequest(ctx, toolCall(`"b"`, "save_note", `{ "text" : "a" }`))
+	a := decodeAnswer(t, v)
+	if string(a.Result.Meta[gateway.ReplayedMetaKey]) != "true" || string(a.Result.StructuredContent) != `{"id":"N-1"}` {
+		t.Errorf("repeat: %s", v.Local.Body)
+	}
+	if !strings.Contains(string(v.Local.Body), `"id":"b"`) {
+		t.Errorf("replayed answer keeps the first id: %s", v.Local.Body)
+	}
+
+	// A tool error is not kept: the repeat runs.
+	x, _ = p.HandleRequest(ctx, toolCall("2", "save_note", `{"text":"err"}`))
+	answer(t, x, 200, `{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"Error: no"}],"isError":true}}`)
+	if _, v = p.HandleRequest(ctx, toolCall("3", "save_note", `{"text":"err"}`)); v.Local != nil {
+		t.Errorf("a call that failed was not run again: %s", v.Local.Body)
+	}
+
+	// input_required is never replayed.
+	x, _ = p.HandleRequest(ctx, toolCall("4", "save_note", `{"text":"ask"}`))
+	answer(t, x, 200, `{"jsonrpc":"2.0","id":4,"result":{"resultType":"incomplete","inputRequests":{"a":{"method":"elicitation/create"}},"requestState":"s"}}`)
+	if _, v = p.HandleRequest(ctx, toolCall("5", "save_note", `{"text":"ask"}`)); v.Local != nil {
+		t.Errorf("an input_required answer was replayed: %s", v.Local.Body)
+	}
+
+	// The upstream refused (4xx): nothing ran, the repeat runs.
+	x, _ = p.HandleRequest(ctx, toolCall("6", "save_note", `{"text":"4xx"}`))
+	answer(t, x, 400, "")
+	if _, v = p.HandleRequest(ctx, toolCall("7", "save_note", `{"text":"4xx"}`)); v.Local != nil {
+		t.Errorf("a refused call was not run again: %s", v.Local.Body)
+	}
+
+	// No answer (client gone): the outcome is unknown and a repeat says so.
+	x, _ = p.HandleRequest(ctx, toolCall("8", "save_note", `{"text":"gone"}`))
+	x.Finish()
+	_, v = p.HandleRequest(ctx, toolCall("9", "save_note", `{"text":"gone"}`))
+	if a := decodeAnswer(t, v); !a.Result.IsError || code(t, a) != "outcome_unknown" {
+		t.Errorf("repeat of an unknown outcome: %s", v.Local.Body)
+	}
+
+	// While the first runs, a repeat waits (100ms here) and is told it
+	// is in progress.
+	x, _ = p.HandleRequest(ctx, toolCall("10", "save_note", `{"text":"slow"}`))
+	_, v = p.HandleRequest(ctx, toolCall("11", "save_note", `{"text":"slow"}`))
+	if a := decodeAnswer(t, v); code(t, a) != "in_progress" {
+		t.Errorf("repeat while running: %s", v.Local.Body)
+	}
+	answer(t, x, 200, result)
+
+	// Reads are never kept.
+	x, v = p.HandleRequest(ctx, toolCall("12", "get_note", `{"text":"a"}`))
+	if v.Detach {
+		t.Error("a read is forwarded detached")
+	}
+	answer(t, x, 200, result)
+	if _, v = p.HandleRequest(ctx, toolCall("13", "get_note", `{"text":"a"}`)); v.Local != nil {
+		t.Errorf("a read was answered from the window: %s", v.Local.Body)
+	}
+}
+
+func TestIdempotencyKey(t *testing.T) {
+	ctx := context.Background()
+	p := newWritePipeline(t, writeCatalog(), nil, nil)
+	x, _ := p.HandleRequest(ctx, toolCall("1", "save_keyed", `{"text":"a","idempotency_key":"k-1"}`))
+	answer(t, x, 200, `{"jsonrpc":"2.0","id":1,"result":{"content":[],"structuredContent":{"id":"N-1"}}}`)
+	_, v := p.HandleRequest(ctx, toolCall("2", "save_keyed", `{"text":"a","idempotency_key":"k-1"}`))
+	if a := decodeAnswer(t, v); string(a.Result.Meta[gateway.ReplayedMetaKey]) != "true" {
+		t.Errorf("same key, same arguments: %s", v.Local.Body)
+	}
+	_, v = p.HandleRequest(ctx, toolCall("3", "save_keyed", `{"text":"b","idempotency_key":"k-1"}`))
+	if a := decodeAnswer(t, v); code(t, a) != "idempotency_key_reused" {
+		t.Errorf("same key, other arguments: %s", v.Local.Body)
+	}
+}
+
+type previewAnswer struct {
+	Result struct {
+		StructuredContent struct {
+			Status         string `json:"status"`
+			ConfirmToken   string `json:"confirm_token"`
+			ConfirmSummary string `json:"confirm_summary"`
+		} `json:"structuredContent"`
+	} `json:"result"`
+}
+
+func previewOf(t *testing.T, v gateway.Verdict) (token, summary string) {
+	t.Helper()
+	if v.Local == nil {
+		t.Fatal("a confirmable call was forwarded")
+	}
+	var a previewAnswer
+	if err := json.Unmarshal(v.Local.Body, &a); err != nil || a.Result.StructuredContent.Status != "confirmation_required" {
+		t.Fatalf("no preview: %s", v.Local.Body)
+	}
+	return a.Result.StructuredContent.ConfirmToken, a.Result.StructuredContent.ConfirmSummary
+}
+
+func confirmArgs(token, summary string) string {
+	b, _ := json.Marshal(map[string]string{"confirm_token": token, "confirm_summary": summary})
+	return string(b)
+}
+
+func TestConfirmation(t *testing.T) {
+	ctx := context.Background()
+	cat := writeCatalog()
+	p := newWritePipeline(t, cat, nil, nil)
+	_, v := p.HandleRequest(ctx, toolCall("1", "email_customer", `{"text":"hi"}`))
+	token, summary := previewOf(t, v)
+
+	// Confirmed: the original call goes upstream with confirm_action's
+	// id and the original tool's name.
+	x, v := p.HandleRequest(ctx, toolCall("2", "confirm_action", confirmArgs(token, summary)))
+	if v.Local != nil || !v.BodyChanged {
+		t.Fatalf("confirmed call not forwarded: %+v", v.Local)
+	}
+	if got := v.SetHeader.Get("mcp-name"); got != "email_customer" {
+		t.Errorf("Mcp-Name %q", got)
+	}
+	if !strings.Contains(string(v.Body), `"name":"email_customer"`) || !strings.Contains(string(v.Body), `"id":2`) || !strings.Contains(string(v.Body), `"text":"hi"`) {
+		t.Errorf("forwarded body %s", v.Body)
+	}
+	answer(t, x, 200, `{"jsonrpc":"2.0","id":2,"result":{"content":[],"structuredContent":{"sent":true}}}`)
+	_, v = p.HandleRequest(ctx, toolCall("3", "confirm_action", confirmArgs(token, summary)))
+	if a := decodeAnswer(t, v); code(t, a) != "confirm_token_used" {
+		t.Errorf("second confirmation: %s", v.Local.Body)
+	}
+
+	// Expired.
+	pe := newWritePipeline(t, cat, func(w *gateway.WriteSafety) { w.ConfirmTTL = time.Millisecond }, nil)
+	_, v = pe.HandleRequest(ctx, toolCall("1", "email_customer", `{"text":"late"}`))
+	token, summary = previewOf(t, v)
+	time.Sleep(5 * time.Millisecond)
+	_, v = pe.HandleRequest(ctx, toolCall("2", "confirm_action", confirmArgs(token, summary)))
+	if a := decodeAnswer(t, v); code(t, a) != "confirm_token_expired" {
+		t.Errorf("expired token: %s", v.Local.Body)
+	}
+
+	// The tool changed between preview and confirmation (still approved,
+	// e.g. re-pinned): a fresh preview, and the old token is dead.
+	_, v = p.HandleRequest(ctx, toolCall("4", "email_customer", `{"text":"changed"}`))
+	token, summary = previewOf(t, v)
+	cat.tools[2].Hash = "e2"
+	_, v = p.HandleRequest(ctx, toolCall("5", "confirm_action", confirmArgs(token, summary)))
+	fresh, _ := previewOf(t, v)
+	if fresh == token {
+		t.Error("the same token was previewed again")
+	}
+	_, v = p.HandleRequest(ctx, toolCall("6", "confirm_action", confirmArgs(token, summary)))
+	if a := decodeAnswer(t, v); code(t, a) != "confirm_token_superseded" {
+		t.Errorf("old token after a change: %s", v.Local.Body)
+	}
+
+	// Another connection cannot use a token.
+	_, v = p.HandleRequest(ctx, toolCall("7", "email_customer", `{"text":"mine"}`))
+	token, summary = previewOf(t, v)
+	r := toolCall("8", "confirm_action", confirmArgs(token, summary))
+	r.Header.Set("authorization", "Bearer other")
+	_, v = p.HandleRequest(ctx, r)
+	if a := decodeAnswer(t, v); code(t, a) != "confirm_token_unknown" {
+		t.Errorf("other connection: %s", v.Local.Body)
+	}
+
+	// No answer for the confirmed call: the action is used up (failed,
+	// outcome unknown), never run twice.
+	x, _ = p.HandleRequest(ctx, toolCall("9", "confirm_action", confirmArgs(token, summary)))
+	x.Finish()
+	_, v = p.HandleRequest(ctx, toolCall("10", "confirm_action", confirmArgs(token, summary)))
+	if a := decodeAnswer(t, v); code(t, a) != "confirm_token_used" {
+		t.Errorf("after an unknown outcome: %s", v.Local.Body)
+	}
+}
+
+func TestWriteSafetyWithoutStore(t *testing.T) {
+	eng, err := policy.New(context.Background(), policy.Options{Declarations: writeDecls})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := gateway.New(eng, gateway.Options{Declarations: writeDecls, MaxBodyBytes: 1 << 16, MaxJSONDepth: 16, MaxSSEEventBytes: 1 << 20,
+		Authenticator: &fakeAuth{}, Catalog: writeCatalog()})
+	_, v := p.HandleRequest(context.Background(), toolCall("1", "email_customer", `{"text":"x"}`))
+	if a := decodeAnswer(t, v); code(t, a) != "write_safety_unavailable" {
+		t.Errorf("a notify tool without a store: %s", v.Local.Body)
+	}
+	// A silent write is forwarded, without replay protection (the app
+	// warns at start).
+	if _, v = p.HandleRequest(context.Background(), toolCall("2", "save_note", `{"text":"x"}`)); v.Local != nil || v.Detach {
+		t.Errorf("a silent write without a store: %+v", v)
+	}
+}
