@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpgate/mcpgate/config"
 	"github.com/mcpgate/mcpgate/internal/demo"
 	"github.com/mcpgate/mcpgate/internal/tokens"
+	"github.com/mcpgate/mcpgate/store/redistest"
 )
 
 // wrCall sends one tools/call with its own JSON-RPC id through a via and
@@ -194,5 +196,40 @@ func TestWriteConfirmation(t *testing.T) {
 				t.Errorf("list_recent_changes: %.800s", lr.Body)
 			}
 		})
+	}
+}
+
+// TestWriteSafetyReplicas: two gateways on one real Redis (store and rate
+// buckets): a write through one and its repeat through the other run
+// once; a preview from one is confirmed through the other, once.
+func TestWriteSafetyReplicas(t *testing.T) {
+	rs := redistest.Start(t)
+	e := startContractEnv(t)
+	onRedis := func(c *config.Config) {
+		// (The quickstart was parsed with bbolt, which chose memory.)
+		c.Store, c.RateLimits.Backend = &config.Store{Redis: &config.RedisStore{URL: rs.URL}}, config.RateBackendRedis
+	}
+	a, b := e.startGateway(t, "a", onRedis), e.startGateway(t, "b", onRedis)
+	e.demo.Reset()
+	args := `{"customer_id":"C-102","technician_id":"T-12","start":"2026-08-11T09:00:00+01:00"}`
+	first := wrCall(t, a.proxy+"/mcp", a.token, "1", demo.ToolCreateBooking, args).result(t)
+	second := wrCall(t, b.envoy["demo"]+"/mcp", a.token, "2", demo.ToolCreateBooking, args).result(t)
+	if n := e.demo.Calls(demo.ToolCreateBooking); n != 1 || first.IsError || string(second.Meta["io.mcpgate/replayed"]) != "true" {
+		t.Errorf("create_booking ran %d times across replicas; second answer %+v", n, second)
+	}
+
+	pr := wrCall(t, a.proxy+"/mcp", a.token, "3", demo.ToolPageTechnician, `{"technician_id":"T-11","message":"replicas"}`).result(t)
+	var p struct {
+		Token   string `json:"confirm_token"`
+		Summary string `json:"confirm_summary"`
+	}
+	structured(t, pr, &p)
+	cargs, _ := json.Marshal(map[string]string{"confirm_token": p.Token, "confirm_summary": p.Summary})
+	if r := wrCall(t, b.proxy+"/mcp", a.token, "4", "confirm_action", string(cargs)).result(t); r.IsError {
+		t.Fatalf("confirmed through replica B: %+v", r)
+	}
+	wrCall(t, a.envoy["demo"]+"/mcp", a.token, "5", "confirm_action", string(cargs)).refusal(t, "confirm_token_used")
+	if n := e.demo.Calls(demo.ToolPageTechnician); n != 1 {
+		t.Errorf("page_technician ran %d times, want 1", n)
 	}
 }
