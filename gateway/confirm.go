@@ -288,7 +288,8 @@ func actionStateRefusal(x *Exchange, a store.Action, now time.Time) *Local {
 	case store.ActionExecuting:
 		return toolRefusal(x, "in_progress", "This action is being executed now.", "Wait 5 seconds, then check its effect.", ToolListRecentChanges)
 	case store.ActionRejected:
-		return toolRefusal(x, "action_rejected", "This action was rejected at "+fmtTime(a.DecidedAt)+"; it will not run.", again, a.Tool)
+		return toolRefusal(x, "action_rejected", "This action was rejected at "+fmtTime(a.DecidedAt)+"; it will not run.",
+			"Do not call it again unless the user asks for it anew.", "")
 	case store.ActionSuperseded:
 		return toolRefusal(x, "confirm_token_superseded", "A newer preview replaced this one (the tool or its arguments changed).", again, a.Tool)
 	}
@@ -407,6 +408,12 @@ func (p *Pipeline) rejectAction(ctx context.Context, x *Exchange, args actionArg
 	if l != nil {
 		return l
 	}
+	if a.State == store.ActionRejected {
+		// Rejecting twice is the same as once (reject_action is
+		// annotated idempotent).
+		x.outcome = OutcomeAllow
+		return local(200, mcp.ResultResponse(x.msg.ID, textResult("Already rejected: "+a.Summary+". Nothing was sent.", map[string]any{"status": "rejected", "tool": a.Tool})))
+	}
 	if a.State != store.ActionPending && a.State != store.ActionApproved {
 		if l := actionStateRefusal(x, a, time.Now()); l != nil {
 			return l
@@ -456,7 +463,9 @@ func (p *Pipeline) listRecentChanges(ctx context.Context, x *Exchange, limit int
 		if len(changes) == limit {
 			break
 		}
-		if r.Channel != store.ChannelMCP || r.Connection != conn || r.Outcome == AuditDenied || r.Outcome == AuditAllowed {
+		// What may have changed something: answered writes, and writes
+		// whose answer never came.
+		if r.Channel != store.ChannelMCP || r.Connection != conn || (r.Outcome != AuditOK && r.Outcome != AuditUnknown) {
 			continue
 		}
 		changes = append(changes, change{Time: r.Time.UTC().Format(time.RFC3339), Tool: r.Action, Outcome: r.Outcome, PublicIDs: r.PublicIDs})
