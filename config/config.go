@@ -67,6 +67,8 @@ type Config struct {
 	// Extensions lists the capability extensions that pass between
 	// clients and upstreams; every other one is stripped.
 	Extensions Extensions `yaml:"extensions"`
+	// Tracing turns OpenTelemetry tracing on (tracing.go); off by default.
+	Tracing Tracing `yaml:"tracing"`
 }
 
 // Listeners are the addresses mcpgate listens on.
@@ -187,6 +189,10 @@ type Policy struct {
 	// depth (case, "_", "-", "." and spaces ignored; "*" a wildcard),
 	// whatever the declarations' result_fields allow.
 	SecretNames []string `yaml:"secret_names"`
+	// Bundle, DecisionLogs and Shadow: policy operations (policyops.go).
+	Bundle       *PolicyBundle `yaml:"bundle" json:",omitempty"`
+	DecisionLogs *DecisionLogs `yaml:"decision_logs" json:",omitempty"`
+	Shadow       *ShadowPolicy `yaml:"shadow" json:",omitempty"`
 }
 
 // Limits bound what a client can send.

@@ -161,6 +161,48 @@
 //   - policy.tenant_arguments (list of strings; default none): argument
 //     names, besides tenant, tenant_id, workspace_id and org_id, that would
 //     let a model choose a tenant; a tools/call carrying one is refused.
+//   - policy.bundle (mapping; default none): the policy from an OPA bundle
+//     server instead of dirs. A bundle that fails to download, verify or
+//     compile keeps the previous policy.
+//   - policy.bundle.url (string, http(s) URL; required): the bundle's URL,
+//     polled with ETags by OPA's bundle plugin.
+//   - policy.bundle.min_delay, policy.bundle.max_delay (string, duration;
+//     default OPA's 60s and 120s): wait between polls.
+//   - policy.bundle.bearer_token_file (file path): bearer token for the server.
+//   - policy.bundle.public_key_file (file path): PEM key bundle signatures
+//     must verify against; unsigned bundles are then refused.
+//   - policy.bundle.key_id (default "mcpgate"), policy.bundle.algorithm (default
+//     RS256), policy.bundle.scope: the signature's keyid, algorithm, scope.
+//   - policy.bundle.status_url (http(s) URL): where OPA's status plugin
+//     reports; default the log.
+//   - policy.decision_logs (mapping; default none): every decision to OPA's
+//     decision-log plugin, masked by rego/mask.rego (arguments, URIs,
+//     credential ids, secret-like names erased).
+//   - policy.decision_logs.url (http(s) URL), policy.decision_logs.console
+//     (boolean; default false): where events go; one is required.
+//   - policy.decision_logs.bearer_token_file (file path).
+//   - policy.decision_logs.min_delay, policy.decision_logs.max_delay
+//     (duration; default OPA's 300s and 600s).
+//   - policy.decision_logs.mask_policy_file (file path): replaces the
+//     default mask policy (package system.log, rule mask).
+//   - policy.decision_logs.queue_size (integer; default 10000).
+//   - policy.shadow (mapping; default none): a candidate policy evaluated
+//     beside the live one; differences logged and counted, the live policy
+//     decides.
+//   - policy.shadow.dirs (list of directory paths) or
+//     policy.shadow.bundle (mapping, keys as policy.bundle):
+//   - policy.shadow.bundle.url (string, http(s) URL; required): the bundle's URL,
+//     polled with ETags by OPA's bundle plugin.
+//   - policy.shadow.bundle.min_delay, policy.shadow.bundle.max_delay (string, duration;
+//     default OPA's 60s and 120s): wait between polls.
+//   - policy.shadow.bundle.bearer_token_file (file path): bearer token for the server.
+//   - policy.shadow.bundle.public_key_file (file path): PEM key bundle signatures
+//     must verify against; unsigned bundles are then refused.
+//   - policy.shadow.bundle.key_id (default "mcpgate"), policy.shadow.bundle.algorithm (default
+//     RS256), policy.shadow.bundle.scope: the signature's keyid, algorithm, scope.
+//   - policy.shadow.bundle.status_url (http(s) URL): where OPA's status plugin
+//     reports; default the log.
+//   - policy.shadow.queue_size (integer; default 1024).
 //
 // limits (mapping): bounds on what a client can send. Each number must be
 // greater than 0.
@@ -363,6 +405,10 @@
 //     how long a preview's confirm_token stays valid.
 //   - write_safety.wait_in_flight (duration; default "2s"; at most "25s"):
 //     how long a repeat waits for the running first call.
+//   - write_safety.sealing_keys_file (path; default none: a key made for
+//     this process only): the AES-256-GCM keys that seal the requestState
+//     of approvals asked through input_required; shared by replicas, the
+//     first key seals, every key opens (mcpgate sealing-keys).
 //
 // rate_limits (mapping): limits per effect class.
 //
@@ -379,6 +425,8 @@
 //     slots only writes may use.
 //   - rate_limits.loop_brake (int; default 3; at least 2): the n-th
 //     identical failing call in a row is stopped.
+//   - rate_limits.reads_when_unavailable (bool; default false): let reads
+//     through unlimited while Redis cannot be reached (writes are refused).
 //   - rate_limits.default_deadline (duration; default "60s"; "1s" to
 //     "10m"): how long one tools/call may take upstream by default.
 //
@@ -397,6 +445,20 @@
 //   - extensions.allow (list of strings; default none): extension
 //     identifiers and experimental capability names that pass unchanged
 //     (not "io.modelcontextprotocol/tasks").
+//
+// tracing (mapping): OpenTelemetry tracing of each request through the
+// pipeline, exported with OTLP; W3C trace context goes to the upstream.
+// Off by default. Spans never carry arguments, results or credentials.
+//
+//   - tracing.enabled (bool; default false): turn tracing on.
+//   - tracing.protocol (string; default "http/protobuf"): "http/protobuf"
+//     or "grpc".
+//   - tracing.endpoint (URL; default "http://127.0.0.1:4318/v1/traces",
+//     "http://127.0.0.1:4317" for grpc): the collector; http:// or
+//     https://, no credentials (OTEL_EXPORTER_OTLP_HEADERS instead).
+//   - tracing.sample_ratio (string; default "1"; "0" to "1"): fraction of
+//     new traces recorded; a caller's traceparent decides for its own.
+//   - tracing.service_name (string; default "mcpgate"): service.name.
 //
 // admin_api (mapping; default none = off): the admin API, /v1/ on the
 // admin listener. Requires an auth section, a store section and an enabled

@@ -324,6 +324,7 @@ func resolveIdentityPaths(c *Config, baseDir string) {
 		resolve(&c.Rights.File.Path)
 	}
 	resolve(&c.Assertion.KeysFile)
+	resolve(&c.WriteSafety.SealingKeysFile)
 	resolve(&c.Catalog.Manifest)
 }
 

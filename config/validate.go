@@ -39,6 +39,7 @@ func (c *Config) validate() problems {
 	c.validateListeners(&p)
 	c.validateUpstreams(&p)
 	c.validatePolicy(&p)
+	c.validatePolicyOps(&p)
 	c.validateLimits(&p)
 	c.validateTransport(&p)
 	c.validateLog(&p)
@@ -51,7 +52,9 @@ func (c *Config) validate() problems {
 	c.validateCatalog(&p)
 	c.validateToolsets(&p)
 	c.validateWrites(&p)
+	c.validateSealing(&p)
 	c.validateTasks(&p)
+	c.validateTracing(&p)
 	return p
 }
 

@@ -39,6 +39,9 @@ type WriteSafety struct {
 	// progress". Default DefaultWaitInFlight, at most MaxWaitInFlight
 	// (keep it below Envoy's message timeout in ext_proc mode).
 	WaitInFlight string `yaml:"wait_in_flight"`
+	// SealingKeysFile is the keys file that seals the requestState of
+	// approvals asked through input_required (config/sealing.go).
+	SealingKeysFile string `yaml:"sealing_keys_file"`
 }
 
 // ReplayWindowDuration, ConfirmTTLDuration and WaitInFlightDuration are
@@ -109,6 +112,11 @@ type RateLimits struct {
 	// connection, tool and arguments) is answered "stop and ask the user"
 	// instead of being run. Default DefaultLoopBrake; at least 2.
 	LoopBrake int `yaml:"loop_brake"`
+	// ReadsWhenUnavailable lets reads through, unlimited, while the
+	// bucket backend (Redis) cannot be reached; writes are refused then
+	// whatever this says. Default false: every call is refused (fail
+	// closed).
+	ReadsWhenUnavailable bool `yaml:"reads_when_unavailable"`
 	// DefaultDeadline bounds one tools/call upstream when the tool
 	// declares no deadline_ms. Default DefaultToolDeadline.
 	DefaultDeadline string `yaml:"default_deadline"`

@@ -1,17 +1,25 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate/config"
 	"github.com/mcpgate/mcpgate/internal/demo"
 	"github.com/mcpgate/mcpgate/internal/tokens"
+	"github.com/mcpgate/mcpgate/policy"
 	"github.com/mcpgate/mcpgate/store/redistest"
 )
 
@@ -231,5 +239,128 @@ func TestWriteSafetyReplicas(t *testing.T) {
 	wrCall(t, a.envoy["demo"]+"/mcp", a.token, "5", "confirm_action", string(cargs)).refusal(t, "confirm_token_used")
 	if n := e.demo.Calls(demo.ToolPageTechnician); n != 1 {
 		t.Errorf("page_technician ran %d times, want 1", n)
+	}
+}
+
+// TestWriteClientGoneMidCall: a client that gives up while a silent write
+// runs and then retries never runs it twice. Through the standalone proxy
+// the write is not cancelled upstream: its answer is still read and kept,
+// so the retry gets it, replayed. Through Envoy the upstream request may
+// be cancelled with the client's: the retry then gets the result (if the
+// upstream finished) or "outcome_unknown" — never a second run.
+func TestWriteClientGoneMidCall(t *testing.T) {
+	var runs atomic.Int64
+	srv := sdk.NewServer(&sdk.Implementation{Name: "slow", Version: "1"}, nil)
+	srv.AddTool(&sdk.Tool{Name: "slow_write", Description: "Save a note slowly.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`)},
+		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			time.Sleep(600 * time.Millisecond) // deliberately ignores ctx: a write that completes
+			n := runs.Add(1)
+			out := `{"saved":` + strconv.FormatInt(n, 10) + `}`
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: out}}, StructuredContent: json.RawMessage(out)}, nil
+		})
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+	up := httptest.NewServer(h)
+	t.Cleanup(up.Close)
+
+	e := startContractEnv(t)
+	e.base["slow"] = up.URL
+	g := e.startGateway(t, "slow", func(c *config.Config) {
+		c.Upstreams = append(c.Upstreams, config.Upstream{Name: "slow", URL: up.URL + "/slow/mcp", Route: "/slow/mcp",
+			Tools: map[string]policy.ToolDeclaration{"slow_write": {Effect: policy.EffectSilentWrite, Rights: []string{ctLabRight}}}})
+		c.Catalog.Unpinned = config.CatalogUnpinnedAllow
+	})
+	for i, v := range []ctVia{{"proxy", g.proxy + "/slow/mcp"}, {"extproc", g.envoy["slow"] + "/slow/mcp"}} {
+		t.Run(v.name, func(t *testing.T) {
+			token := []string{g.token, g.token2}[i]
+			before := runs.Load()
+			args := `{"text":"` + v.name + `"}`
+			ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+			req, _ := http.NewRequestWithContext(ctx, "POST", v.url, bytes.NewReader(call("1", "slow_write", args)))
+			req.Header = bearer(token, "tools/call", "slow_write")
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+				t.Fatalf("the client was not cut off (status %d)", resp.StatusCode)
+			}
+			cancel()
+			time.Sleep(900 * time.Millisecond) // the upstream finishes (or was cancelled)
+			retry := wrCall(t, v.url, token, "2", "slow_write", args)
+			time.Sleep(700 * time.Millisecond)
+			if n := runs.Load() - before; n > 1 {
+				t.Fatalf("the write ran %d times", n)
+			}
+			r := retry.result(t)
+			replayed := string(r.Meta["io.mcpgate/replayed"]) == "true"
+			switch {
+			case v.name == "proxy" && (!replayed || runs.Load()-before != 1):
+				t.Errorf("proxy: the write was cancelled or its answer not kept: runs %d, retry %.600s", runs.Load()-before, retry.Body)
+			case !replayed && !strings.Contains(retry.Body, "outcome_unknown"):
+				t.Errorf("retry neither replayed nor outcome_unknown: %.600s", retry.Body)
+			}
+		})
+	}
+}
+
+// TestWriteConfirmAfterRestart: the embedded store keeps a pending action
+// across a restart; the preview given before it is confirmed after, once.
+func TestWriteConfirmAfterRestart(t *testing.T) {
+	e := startContractEnv(t)
+	e.demo.Reset()
+	g1 := e.startGateway(t, "restart", nil)
+	pr := wrCall(t, g1.proxy+"/mcp", g1.token, "1", demo.ToolCancelBooking, `{"booking_id":"B-1003"}`).result(t)
+	var p struct {
+		Token   string `json:"confirm_token"`
+		Summary string `json:"confirm_summary"`
+	}
+	structured(t, pr, &p)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := g1.app.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	g2 := e.startGateway(t, "restart", nil) // the same bbolt file
+	cargs, _ := json.Marshal(map[string]string{"confirm_token": p.Token, "confirm_summary": p.Summary})
+	if r := wrCall(t, g2.envoy["demo"]+"/mcp", g1.token, "2", "confirm_action", string(cargs)).result(t); r.IsError {
+		t.Fatalf("confirmation after the restart: %+v", r)
+	}
+	if n := e.demo.Calls(demo.ToolCancelBooking); n != 1 {
+		t.Errorf("cancel_booking ran %d times, want 1", n)
+	}
+}
+
+// TestWritesWhenRedisIsDown: with the store on Redis and Redis gone,
+// every call fails closed with a clear, retryable answer and nothing
+// reaches the upstream (gateway tokens live in Redis, so the credential
+// itself cannot be checked).
+func TestWritesWhenRedisIsDown(t *testing.T) {
+	rs := redistest.Start(t)
+	e := startContractEnv(t)
+	g := e.startGateway(t, "redisdown", func(c *config.Config) {
+		c.Store, c.RateLimits.Backend = &config.Store{Redis: &config.RedisStore{URL: rs.URL}}, config.RateBackendRedis
+	})
+	e.demo.Reset()
+	if r := wrCall(t, g.proxy+"/mcp", g.token, "1", demo.ToolGetBooking, `{"booking_id":"B-1001"}`).result(t); r.IsError {
+		t.Fatalf("before: %+v", r)
+	}
+	if err := syscall.Kill(rs.Pid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	mark := e.demoUp.count()
+	for _, v := range g.vias("demo") {
+		for _, c := range []struct{ tool, args string }{
+			{demo.ToolCreateBooking, `{"customer_id":"C-101","technician_id":"T-11","start":"2026-08-12T09:00:00+01:00"}`},
+			{demo.ToolGetBooking, `{"booking_id":"B-1001"}`},
+		} {
+			a, _ := exchange(t, "POST", v.url, bearer(g.token, "tools/call", c.tool), call("3", c.tool, c.args))
+			if a.Status != 503 || a.RetryAfter == "" || !strings.Contains(a.Body, `"id":3`) {
+				t.Errorf("%s %s with Redis down: %d %q %.400s", v.name, c.tool, a.Status, a.RetryAfter, a.Body)
+			}
+		}
+	}
+	if n := e.demoUp.count() - mark; n != 0 {
+		t.Errorf("%d request(s) reached the upstream with Redis down", n)
 	}
 }

@@ -103,6 +103,16 @@ func (p *Pipeline) preview(ctx context.Context, x *Exchange, d *policy.Decision)
 	p.m.observeWrite("preview")
 	p.auditWrite(ctx, x, d, AuditPending)
 	result := previewResult(a, token)
+	if p.elicitsConfirmation(x, a.Approval) {
+		// Asked through input_required with a sealed requestState
+		// (elicit.go); on failure the confirm_token preview stands.
+		if ir, err := p.inputRequired(x, a); err == nil {
+			result = ir
+			p.m.observeWrite("input_required")
+		} else {
+			p.log.LogAttrs(ctx, slog.LevelError, "approval through input_required failed; confirm_action preview instead", slog.Any("error", err))
+		}
+	}
 	if len(x.warnings) > 0 {
 		// The coercions were applied to what will go out: say so now.
 		if withWarnings, err := warningsMeta(result, x.warnings); err == nil {

@@ -32,6 +32,10 @@ type Limits struct {
 	// LoopBrake: the LoopBrake-th identical failing call in a row is
 	// answered "stop and ask the user" instead of running; 0: off.
 	LoopBrake int
+	// ReadsWhenUnavailable lets reads through when the bucket backend
+	// (Redis) cannot be reached; writes are always refused then. Default
+	// false: every call is refused (fail closed).
+	ReadsWhenUnavailable bool
 	// DefaultDeadline bounds a tools/call upstream when its tool declares
 	// no deadline_ms (standalone adapter; under Envoy the route timeout
 	// applies). 0: none.
@@ -88,41 +92,15 @@ func (p *Pipeline) limitsGate(ctx context.Context, x *Exchange, d *policy.Decisi
 		}
 		x.releaseSlot = release
 	}
-	var wait time.Duration
-	var refused string
-	// A preview reaches nobody: only the confirmed call takes from the
-	// buckets.
+	// A preview reaches nobody, and a repeat answered from the replay
+	// window runs nothing: only calls that will run take from the
+	// buckets (a silent write takes once it won its replay claim).
 	preview := d.Confirm && x.confirming == nil
-	for _, name := range d.Buckets {
-		if l.Limiter == nil || preview {
-			break
+	replay := d.Replay && !d.Confirm && p.opts.Writes != nil
+	if !preview && !replay {
+		if l := p.takeBuckets(ctx, x, d); l != nil {
+			return l
 		}
-		lim, ok := l.Buckets[name]
-		if !ok {
-			x.outcome = OutcomeError
-			p.log.LogAttrs(ctx, slog.LevelError, "the policy named a rate bucket that is not configured; call refused", slog.String("bucket", name))
-			return limitRefusal(x, d, "rate_limited", "The gateway has no rate configured for this kind of call ("+name+").", time.Minute)
-		}
-		for _, key := range bucketKeys(name, pr, conn, x, d) {
-			eff := lim
-			if key.tenantWide && name != bucketWake {
-				eff.Rate, eff.Burst = lim.Rate*TenantFactor, lim.Burst*TenantFactor
-			}
-			res, err := l.Limiter.Allow(ctx, key.key, eff)
-			if err != nil {
-				x.outcome = OutcomeError
-				p.log.LogAttrs(ctx, slog.LevelError, "rate limiter failed; call refused", slog.String("bucket", name), slog.Any("error", err))
-				return limitRefusal(x, d, "rate_limiter_unavailable", "The gateway cannot check its rate limits right now; nothing was sent.", 10*time.Second)
-			}
-			if !res.Allowed && res.RetryAfter >= wait {
-				wait, refused = res.RetryAfter, name
-			}
-		}
-	}
-	if refused != "" {
-		x.outcome = OutcomeDeny
-		p.m.observeLimit("rate:" + refused)
-		return limitRefusal(x, d, "rate_limited", "Too many calls of this kind ("+refused+") for this credential or tenant.", wait)
 	}
 	if dl := p.deadline(x, d); dl > 0 {
 		x.deadline = dl
@@ -304,4 +282,53 @@ func (x *Exchange) DeadlineExceeded(d time.Duration) *Local {
 		reason.NextTool = ToolListRecentChanges
 	}
 	return local(200, refusal.ToolError(x.msg.ID, []policy.Reason{reason}, ""))
+}
+
+// takeBuckets takes the call from every bucket the decision names; a
+// refusal says when to retry (the longest wait of the buckets refused).
+func (p *Pipeline) takeBuckets(ctx context.Context, x *Exchange, d *policy.Decision) *Local {
+	l := p.opts.Limits
+	if l == nil {
+		return nil
+	}
+	pr := &x.input.Principal
+	conn := connectionOf(pr)
+	var wait time.Duration
+	var refused string
+	for _, name := range d.Buckets {
+		if l.Limiter == nil {
+			break
+		}
+		lim, ok := l.Buckets[name]
+		if !ok {
+			x.outcome = OutcomeError
+			p.log.LogAttrs(ctx, slog.LevelError, "the policy named a rate bucket that is not configured; call refused", slog.String("bucket", name))
+			return limitRefusal(x, d, "rate_limited", "The gateway has no rate configured for this kind of call ("+name+").", time.Minute)
+		}
+		for _, key := range bucketKeys(name, pr, conn, x, d) {
+			eff := lim
+			if key.tenantWide && name != bucketWake {
+				eff.Rate, eff.Burst = lim.Rate*TenantFactor, lim.Burst*TenantFactor
+			}
+			res, err := l.Limiter.Allow(ctx, key.key, eff)
+			if err != nil && l.ReadsWhenUnavailable && d.Effect == policy.EffectRead {
+				p.log.LogAttrs(ctx, slog.LevelWarn, "rate limiter failed; a read goes through unlimited (rate_limits.reads_when_unavailable)", slog.String("bucket", name), slog.Any("error", err))
+				continue
+			}
+			if err != nil {
+				x.outcome = OutcomeError
+				p.log.LogAttrs(ctx, slog.LevelError, "rate limiter failed; call refused", slog.String("bucket", name), slog.Any("error", err))
+				return limitRefusal(x, d, "rate_limiter_unavailable", "The gateway cannot check its rate limits right now; nothing was sent.", 10*time.Second)
+			}
+			if !res.Allowed && res.RetryAfter >= wait {
+				wait, refused = res.RetryAfter, name
+			}
+		}
+	}
+	if refused != "" {
+		x.outcome = OutcomeDeny
+		p.m.observeLimit("rate:" + refused)
+		return limitRefusal(x, d, "rate_limited", "Too many calls of this kind ("+refused+") for this credential or tenant.", wait)
+	}
+	return nil
 }

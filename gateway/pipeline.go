@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/mcpgate/mcpgate/gateway/args"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/gateway/refusal"
@@ -167,6 +169,10 @@ type Options struct {
 	Limits  *Limits
 	Logger  *slog.Logger
 	Metrics *Metrics
+	// Tracer records a span per request and its phases, and the upstream
+	// gets the W3C trace context (tracing.go); nil: tracing off, at no
+	// cost.
+	Tracer trace.Tracer
 }
 
 // Pipeline runs the gates of ARCHITECTURE.md on each message.
@@ -315,6 +321,9 @@ type Exchange struct {
 	// confirm_action call is executing (write safety, writes.go).
 	write      *writeState
 	confirming *store.Action
+	// elicit is the approval a retry carried in a sealed requestState
+	// (elicit.go).
+	elicit *elicitState
 	// loopKey identifies the call for the loop brake; releaseSlot frees
 	// its concurrency slot; deadline bounds it upstream (limits.go).
 	loopKey     string
@@ -380,7 +389,13 @@ func (p *Pipeline) metadata(path string) ([]byte, bool) {
 // Authenticator is set), then the policy decision.
 func (p *Pipeline) HandleRequest(ctx context.Context, r *Request) (*Exchange, Verdict) {
 	x := &Exchange{ctx: ctx, p: p, req: r, start: time.Now(), label: LabelNone}
+	if p.opts.Tracer != nil {
+		ctx = p.startTrace(x)
+	}
 	v := p.handle(ctx, x)
+	if v.Local != nil && x.version >= mcp.Version20260728 {
+		v.Local.Body = withResultType(v.Local.Body)
+	}
 	if v.Local != nil && x.outcome == OutcomeAllow && !x.fromCatalog {
 		x.outcome = OutcomeLocal
 	}
@@ -394,6 +409,9 @@ func (p *Pipeline) HandleRequest(ctx context.Context, r *Request) (*Exchange, Ve
 				v.Local.Header[k] = vals
 			}
 		}
+	}
+	if p.opts.Tracer != nil {
+		p.endRequestTrace(x, &v)
 	}
 	if v.Local != nil {
 		x.Finish()
@@ -437,9 +455,11 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 			x.outcome = OutcomeInvalid
 			return Verdict{Local: local(400, mcp.ErrorResponse(jsonNull, &mcp.Error{Code: mcp.CodeInvalidRequest, Message: r.Method + " carries no JSON-RPC message: no body, Mcp-Method or Mcp-Name"}))}
 		}
+		x.mark(SpanAuth)
 		if l := p.authenticate(ctx, x); l != nil {
 			return Verdict{Local: l}
 		}
+		x.mark(SpanKillSwitch)
 		if l := p.killSwitch(ctx, x); l != nil {
 			return Verdict{Local: l}
 		}
@@ -503,9 +523,11 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 		x.outcome = OutcomeInvalid
 		return Verdict{Local: local(400, mcp.ErrorResponse(idOrNull(msg.ID), &mcp.Error{Code: mcp.CodeInvalidRequest, Message: "clients do not send JSON-RPC responses in protocol revision " + x.version}))}
 	}
+	x.mark(SpanAuth)
 	if l := p.authenticate(ctx, x); l != nil {
 		return Verdict{Local: l}
 	}
+	x.mark(SpanKillSwitch)
 	if l := p.killSwitch(ctx, x); l != nil {
 		return Verdict{Local: l}
 	}
@@ -524,6 +546,7 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 		x.outcome = OutcomeAllow
 		return p.forwardVerdict(x, body, changed)
 	}
+	x.mark(SpanPolicy)
 	if p.opts.Writes != nil && msg.Method == "tools/call" && isGatewayTool(msg.Name) {
 		// mcpgate's own tools; a confirm_action that may run becomes the
 		// original call, judged below with the current principal.
@@ -531,6 +554,16 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 			return Verdict{Local: l}
 		}
 		msg, changed = x.msg, true
+	} else if p.opts.Writes != nil && msg.Method == "tools/call" {
+		// A retry carrying a requestState mcpgate sealed (an approval
+		// asked through input_required): checked before anything else;
+		// the approved call goes on with the upstream's own state.
+		if l := p.elicitRetry(ctx, x, &body); l != nil {
+			return Verdict{Local: l}
+		}
+		if x.elicit != nil {
+			msg, changed = x.msg, true
+		}
 	}
 	if p.opts.Catalog != nil && (msg.Method == "tools/call" || msg.Method == "tools/list") {
 		if _, loaded := p.opts.Catalog.Tools(r.Upstream); !loaded {
@@ -602,9 +635,11 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 		if x.confirming != nil {
 			extra = x.paramHeaders()
 		}
+		x.mark(SpanLimits)
 		if l := p.limitsGate(ctx, x, d); l != nil {
 			return Verdict{Local: l}
 		}
+		x.mark(SpanWriteSafety)
 		if l := p.writeSafety(ctx, x, d); l != nil {
 			return Verdict{Local: l}
 		}
@@ -758,6 +793,7 @@ var credentialHeaders = []string{"authorization", "cookie"}
 // forwardVerdict lets the request go upstream. The upstream is asked for an
 // identity-encoded response so the pipeline never inspects compressed bytes.
 func (p *Pipeline) forwardVerdict(x *Exchange, body []byte, changed bool) Verdict {
+	x.mark(SpanForward)
 	v := Verdict{SetHeader: mcp.Header{"accept-encoding": {"identity"}}}
 	// The upstream sees the standard headers in their plain form: a
 	// base64-encoded Mcp-Name that matched the body is re-derived from it.
@@ -860,6 +896,9 @@ func (x *Exchange) Finish() {
 	if x.releaseSlot != nil {
 		x.releaseSlot()
 		x.releaseSlot = nil
+	}
+	if x.p.opts.Tracer != nil {
+		x.endTrace()
 	}
 	if x.p.m == nil || x.start.IsZero() {
 		return

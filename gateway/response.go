@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"mime"
+	"strconv"
 	"strings"
 
 	"github.com/go-json-experiment/json"
@@ -56,6 +57,7 @@ const UpstreamFailure = "The upstream MCP server could not be reached or answere
 // ResponseHeaders decides how the upstream's response is relayed. Only
 // results the policy shapes are inspected; everything else passes through.
 func (x *Exchange) ResponseHeaders(status int, h mcp.Header) (ResponseMode, error) {
+	x.upstreamAnswered(status) // tracing.go
 	if x.msg != nil && x.msg.Method == "initialize" && status/100 == 2 {
 		if err := x.bindSession(h); err != nil {
 			return PassThrough, err
@@ -406,6 +408,8 @@ type EventRewriter struct {
 	s      *sse.Splitter
 	buf    []byte
 	failed bool // the stream could not be split (an event over the limit)
+	// answered: the answer to the request passed (Broken adds nothing).
+	answered bool
 	// ls is the stream's entry for tool list announcements (nil when
 	// mcpgate announces none on it; listchanged.go).
 	ls *listStream
@@ -438,9 +442,30 @@ func (w *EventRewriter) Write(chunk []byte, emit func([]byte) error) error {
 	w.failed = true
 	w.x.p.log.LogAttrs(w.ctx, slog.LevelWarn, "upstream event stream withheld", slog.String("mcp_method", w.x.label), slog.Any("error", err))
 	w.buf = sse.AppendEvent(w.buf[:0], sse.Event{Type: "message", HasData: true,
-		Data: mcp.ErrorResponse(w.x.requestID(), &mcp.Error{Code: mcp.CodeInternalError, Message: uncheckable})})
+		Data: mcp.ErrorResponse(w.x.requestID(), &mcp.Error{Code: mcp.CodeInternalError,
+			Message: "The upstream MCP server sent an event larger than the gateway inspects (limits.max_sse_event_bytes, " +
+				strconv.Itoa(w.x.p.opts.MaxSSEEventBytes) + " bytes); the rest of its answer was withheld."})})
 	return emit(w.buf)
 }
+
+// Broken ends a stream the upstream cut (reset, timeout) before answering
+// the request: one JSON-RPC error event for the request id, so the client
+// learns why its answer is missing instead of seeing a truncated stream.
+// Nothing is emitted for a stream that already carried the answer or that
+// answers no request (an older revision's GET stream).
+func (w *EventRewriter) Broken(emit func([]byte) error) error {
+	if w.failed || w.answered || w.x.msg == nil || w.x.msg.Kind != mcp.KindRequest {
+		return nil
+	}
+	w.failed = true
+	w.buf = sse.AppendEvent(w.buf[:0], sse.Event{Type: "message", HasData: true,
+		Data: mcp.ErrorResponse(w.x.requestID(), &mcp.Error{Code: mcp.CodeInternalError, Message: brokenStream})})
+	return emit(w.buf)
+}
+
+// brokenStream is the message of the error event that ends a stream the
+// upstream cut before its answer.
+const brokenStream = "The upstream MCP server's stream broke before its answer arrived; the call may or may not have taken effect."
 
 // Flush ends the stream. An unfinished event (no terminating blank line)
 // is dropped: compliant clients discard it, and a lenient one must not get
@@ -467,6 +492,11 @@ func (w *EventRewriter) event(raw []byte, emit func([]byte) error) error {
 	data := bytes.TrimLeft(ev.Data, " \t\r\n")
 	if !ev.HasData || len(data) == 0 {
 		return emit(raw)
+	}
+	if !w.answered && (bytes.Contains(data, []byte(`"result"`)) || bytes.Contains(data, []byte(`"error"`))) {
+		if m, perr := mcp.Parse(data, w.x.p.opts.MaxJSONDepth); perr == nil && m.Kind == mcp.KindResponse {
+			w.answered = true
+		}
 	}
 	out, err := w.x.shape(w.ctx, data)
 	if w.ls != nil && err == nil {

@@ -42,6 +42,11 @@ type WriteSafety struct {
 	// running before it is answered "in progress" (DefaultWaitInFlight
 	// when 0; never longer than the request's own deadline).
 	WaitInFlight time.Duration
+	// Sealer, when set, seals the requestState of previews asked through
+	// input_required (elicit.go): a client that declares form
+	// elicitation under 2026-07-28 approves in the client without a
+	// confirm_token. nil: every preview uses confirm_action.
+	Sealer Sealer
 }
 
 // Write-safety defaults.
@@ -244,6 +249,12 @@ func (p *Pipeline) claimReplay(ctx context.Context, x *Exchange, d *policy.Decis
 			return p.writeFailure(ctx, x, d, "the replay window cannot be read", err)
 		}
 		if won {
+			if l := p.takeBuckets(ctx, x, d); l != nil {
+				if err := w.Replays.ReleaseReplay(ctx, key, claim); err != nil {
+					p.log.LogAttrs(ctx, slog.LevelError, "replay claim not released", slog.Any("error", err))
+				}
+				return l
+			}
 			x.write = &writeState{kind: writeReplay, key: key, claim: claim, decision: d}
 			return nil
 		}
@@ -401,8 +412,8 @@ func isErrorResult(result []byte) bool {
 }
 
 // isIncomplete reports whether a result asks the client for input and a
-// retry (revision 2026-07-28 multi-round requests: inputRequests /
-// requestState, resultType "incomplete").
+// retry (revision 2026-07-28 multi-round requests: resultType
+// "input_required", inputRequests / requestState).
 func isIncomplete(result []byte) bool {
 	incomplete := false
 	_ = eachMember(result, func(name string, v jsontext.Value) bool {
@@ -410,7 +421,7 @@ func isIncomplete(result []byte) bool {
 		case "inputRequests", "requestState":
 			incomplete = true
 		case "resultType", "result_type":
-			incomplete = bytes.Equal(v, []byte(`"incomplete"`))
+			incomplete = bytes.Equal(v, []byte(`"input_required"`)) || bytes.Equal(v, []byte(`"incomplete"`))
 		}
 		return incomplete
 	})
@@ -469,6 +480,8 @@ func (p *Pipeline) writeSafety(ctx context.Context, x *Exchange, d *policy.Decis
 	var l *Local
 	if x.confirming != nil {
 		l = p.startConfirmed(ctx, x, d)
+	} else if x.elicit != nil {
+		l = p.startElicited(ctx, x, d) // approved through input_required (elicit.go)
 	} else {
 		l = p.writeGate(ctx, x, d)
 	}
@@ -571,7 +584,7 @@ func (p *Pipeline) writeGatewayTools(enc *jsontext.Encoder, effects []string) {
 // confirmed, rejected, replayed, in_progress, outcome_unknown.
 const MetricWriteSafety = "mcpgate_write_safety_events_total"
 
-var writeEvents = []string{"preview", "confirmed", "rejected", "replayed", "in_progress", "outcome_unknown"}
+var writeEvents = []string{"preview", "confirmed", "rejected", "replayed", "in_progress", "outcome_unknown", "input_required", "request_state_refused"}
 
 func newWriteMetrics(reg prometheus.Registerer) *prometheus.CounterVec {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -590,4 +603,50 @@ func (m *Metrics) observeWrite(event string) {
 		return
 	}
 	m.writes.WithLabelValues(event).Inc()
+}
+
+// withResultType adds resultType "complete" to the result of a JSON-RPC
+// response mcpgate wrote itself, when it has none: revision 2026-07-28
+// requires the member on every result (schema.ts, Result.resultType).
+// Other bodies are returned as they are.
+func withResultType(body []byte) []byte {
+	if len(body) == 0 || body[0] != '{' {
+		return body
+	}
+	// The result member is spliced in place: the id and every other
+	// member keep their bytes (an id is echoed byte for byte).
+	dec := jsontext.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return body
+	}
+	for dec.PeekKind() == '"' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return body
+		}
+		name := tok.String()
+		v, err := dec.ReadValue()
+		if err != nil {
+			return body
+		}
+		if name != "result" {
+			continue
+		}
+		if v.Kind() != '{' {
+			return body
+		}
+		if _, has, _ := member(v, "resultType"); has {
+			return body
+		}
+		end := int(dec.InputOffset())
+		start := end - len(v)
+		nr, err := withMember(v, "resultType", []byte(`"complete"`))
+		if err != nil || start < 0 || !bytes.Equal(body[start:end], v) {
+			return body
+		}
+		out := make([]byte, 0, len(body)+len(`,"resultType":"complete"`))
+		out = append(append(append(out, body[:start]...), nr...), body[end:]...)
+		return out
+	}
+	return body
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/policy"
+	"github.com/mcpgate/mcpgate/ratelimit"
 	"github.com/mcpgate/mcpgate/store/boltstore"
 )
 
@@ -303,5 +304,81 @@ func TestWriteSafetyWithoutStore(t *testing.T) {
 	// warns at start).
 	if _, v = p.HandleRequest(context.Background(), toolCall("2", "save_note", `{"text":"x"}`)); v.Local != nil || v.Detach {
 		t.Errorf("a silent write without a store: %+v", v)
+	}
+}
+
+func TestLimits(t *testing.T) {
+	ctx := context.Background()
+	lim := &gateway.Limits{
+		Limiter:   ratelimit.NewMemory(0),
+		Buckets:   map[string]ratelimit.Limit{"reads": {Rate: 60, Period: time.Minute, Burst: 100}, "writes": {Rate: 2, Period: time.Hour, Burst: 2}, "notify": {Rate: 1, Period: time.Hour, Burst: 1}},
+		Slots:     ratelimit.NewSlots(2, 1),
+		LoopBrake: 3,
+	}
+	p := newWritePipeline(t, writeCatalog(), nil, lim)
+	ok := `{"jsonrpc":"2.0","id":1,"result":{"content":[],"structuredContent":{"id":"N-1"}}}`
+
+	// Two writes per hour: the first runs, its repeat is a replay (takes
+	// nothing), a preview takes nothing, its confirmation takes the
+	// second, and a third write is refused with when to retry.
+	x, v := p.HandleRequest(ctx, toolCall("1", "save_note", `{"text":"a"}`))
+	if v.Local != nil {
+		t.Fatalf("first write: %s", v.Local.Body)
+	}
+	answer(t, x, 200, ok)
+	if _, v = p.HandleRequest(ctx, toolCall("2", "save_note", `{"text":"a"}`)); v.Local == nil || !strings.Contains(string(v.Local.Body), gateway.ReplayedMetaKey) {
+		t.Fatalf("repeat: %+v", v)
+	}
+	// A preview takes nothing; its confirmation does.
+	_, v = p.HandleRequest(ctx, toolCall("4", "email_customer", `{"text":"x"}`))
+	token, summary := previewOf(t, v)
+	_, v = p.HandleRequest(ctx, toolCall("5", "email_customer", `{"text":"y"}`))
+	previewOf(t, v)
+	x, v = p.HandleRequest(ctx, toolCall("6", "confirm_action", confirmArgs(token, summary)))
+	if v.Local != nil {
+		t.Fatalf("confirmation refused: %s", v.Local.Body)
+	}
+	answer(t, x, 200, ok)
+	_, v = p.HandleRequest(ctx, toolCall("3", "save_note", `{"text":"b"}`))
+	if a := decodeAnswer(t, v); code(t, a) != "rate_limited" || !strings.Contains(string(v.Local.Body), "Retry the same call in ") {
+		t.Errorf("third write: %s", v.Local.Body)
+	}
+
+	// Concurrency: two reads in flight use the read slot and refuse the
+	// second; a write still has its slot.
+	r1, v := p.HandleRequest(ctx, toolCall("7", "get_note", `{"text":"1"}`))
+	if v.Local != nil {
+		t.Fatal(string(v.Local.Body))
+	}
+	_, v = p.HandleRequest(ctx, toolCall("8", "get_note", `{"text":"2"}`))
+	if a := decodeAnswer(t, v); code(t, a) != "too_many_in_flight" {
+		t.Errorf("second read in flight: %s", v.Local.Body)
+	}
+	answer(t, r1, 200, ok)
+
+	// Loop brake: an upstream failure twice, the third identical call is
+	// not run.
+	fail := `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"Error: no"}],"isError":true}}`
+	for i := range 2 {
+		x, v = p.HandleRequest(ctx, toolCall("9", "get_note", `{"text":"loop"}`))
+		if v.Local != nil {
+			t.Fatalf("failing call %d not run: %s", i, v.Local.Body)
+		}
+		answer(t, x, 200, fail)
+	}
+	_, v = p.HandleRequest(ctx, toolCall("10", "get_note", `{"text":"loop"}`))
+	if a := decodeAnswer(t, v); code(t, a) != "stop_and_ask" {
+		t.Errorf("third identical failing call: %s", v.Local.Body)
+	}
+	// Policy refusals: the third identical one says stop and ask, first.
+	for i := range 3 {
+		_, v = p.HandleRequest(ctx, toolCall("11", "get_note", `{"unknown":1}`))
+		want := "invalid_arguments"
+		if i == 2 {
+			want = "stop_and_ask"
+		}
+		if a := decodeAnswer(t, v); code(t, a) != want {
+			t.Errorf("refusal %d: %s", i+1, v.Local.Body)
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/metrics"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/topdown"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Options configure an Engine.
@@ -37,6 +38,18 @@ type Options struct {
 	// Watch starts, not the initial load in New) with its outcome; e.g. to
 	// count reloads and record the last success.
 	OnReload func(ok bool, err error)
+	// Bundle, if set, takes the policy from an OPA bundle server instead
+	// of Dirs (bundle.go). Dirs must then be empty.
+	Bundle *BundleOptions
+	// DecisionLogs, if set, sends every decision to OPA's decision-log
+	// plugin, masked (decisionlog.go).
+	DecisionLogs *DecisionLogOptions
+	// Shadow, if set, evaluates a candidate policy beside this one and
+	// counts the differences (shadow.go). The live policy still decides.
+	Shadow *ShadowOptions
+	// Registerer receives the metrics of DecisionLogs and Shadow; nil:
+	// not registered.
+	Registerer prometheus.Registerer
 }
 
 // Engine evaluates data.mcpgate.decision. It is safe for concurrent use:
@@ -51,6 +64,10 @@ type Engine struct {
 
 	reloadMu sync.Mutex // serialises Reload
 	current  atomic.Pointer[policyVersion]
+
+	bundle *bundleSource   // nil: the policy comes from dirs (bundle.go)
+	logs   *decisionLogger // nil: no decision logs (decisionlog.go)
+	shadow *shadowEval     // nil: no shadow policy (shadow.go)
 }
 
 // New loads, compiles and prepares the policy. The error lists every
@@ -74,13 +91,26 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 		return nil, problems("invalid tool declarations", errs)
 	}
 	e.caches = newTermCaches(e.declarations)
-	start := time.Now()
-	p, err := load(ctx, e.dirs, e.declarations)
-	if err != nil {
+	if o.Bundle != nil {
+		if len(e.dirs) > 0 {
+			return nil, errors.New("policy: a bundle and dirs cannot be used together")
+		}
+		if err := e.startBundle(ctx, o.Bundle); err != nil { // bundle.go
+			return nil, err
+		}
+	} else {
+		start := time.Now()
+		p, err := load(ctx, e.dirs, e.declarations)
+		if err != nil {
+			return nil, err
+		}
+		e.current.Store(p)
+		e.loaded(ctx, "policy loaded", p, start)
+	}
+	if err := e.startOps(ctx, o); err != nil { // decisionlog.go, shadow.go
+		e.Close(ctx)
 		return nil, err
 	}
-	e.current.Store(p)
-	e.loaded(ctx, "policy loaded", p, start)
 	return e, nil
 }
 
@@ -100,6 +130,13 @@ func (e *Engine) loaded(ctx context.Context, msg string, p *policyVersion, start
 // failure the previous version stays, the failure is logged, and the error
 // is returned. Either way OnReload is told.
 func (e *Engine) Reload(ctx context.Context) error {
+	if e.shadow != nil {
+		// The shadow policy follows the live one's reloads.
+		_ = e.shadow.engine.Reload(ctx)
+	}
+	if e.bundle != nil {
+		return e.reloadBundle(ctx) // bundle.go
+	}
 	e.reloadMu.Lock()
 	defer e.reloadMu.Unlock()
 	start := time.Now()
@@ -142,6 +179,16 @@ func (e *Engine) Decide(ctx context.Context, in *Input) (*Decision, error) {
 	if err != nil {
 		return e.fail(ctx, d, CodeInvalidInput, fmt.Errorf("%w: %w", ErrInvalidInput, err))
 	}
+	p := e.current.Load()
+	d, err = e.eval(ctx, p, d, in, input)
+	if e.logs != nil || e.shadow != nil {
+		e.observe(in, input, p, d, err) // decisionlog.go: queued, off the hot path
+	}
+	return d, err
+}
+
+// eval evaluates version p for in (input is its OPA value) into d.
+func (e *Engine) eval(ctx context.Context, p *policyVersion, d *Decision, in *Input, input ast.Value) (*Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return e.fail(ctx, d, CodePolicyError, fmt.Errorf("policy: evaluate: %w", err))
 	}
@@ -153,7 +200,7 @@ func (e *Engine) Decide(ctx context.Context, in *Input) (*Decision, error) {
 		cancel = topdown.NewCancel()
 		defer context.AfterFunc(ctx, cancel.Cancel)()
 	}
-	rs, err := e.current.Load().query.Eval(ctx,
+	rs, err := p.query.Eval(ctx,
 		rego.EvalParsedInput(input),
 		rego.EvalMetrics(metrics.NoOp()),
 		rego.EvalGenerateJSON(resultTerm),

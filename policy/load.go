@@ -31,6 +31,9 @@ type policyVersion struct {
 	query   rego.PreparedEvalQuery
 	modules int  // number of Rego modules
 	defined bool // some rule defines data.mcpgate.decision
+	// bundle and revision name the OPA bundle this version came from
+	// ("" for dirs); decision logs carry them.
+	bundle, revision string
 }
 
 // Check compiles the policies in dirs (the embedded default policy when
@@ -52,6 +55,12 @@ func load(ctx context.Context, dirs []string, declarations map[string]map[string
 	if err != nil {
 		return nil, err
 	}
+	return compileVersion(ctx, modules, docs, declarations)
+}
+
+// compileVersion compiles and prepares parsed modules and their data
+// (dirs or a bundle); declarations become data.mcpgate.upstreams[u].tools[t].
+func compileVersion(ctx context.Context, modules map[string]*ast.Module, docs map[string]any, declarations map[string]map[string]ToolDeclaration) (*policyVersion, error) {
 	if err := mergeDeclarations(docs, declarations); err != nil {
 		return nil, err
 	}
@@ -112,6 +121,9 @@ func loadFiles(dirs []string) (map[string]*ast.Module, map[string]any, error) {
 		}
 		if info.IsDir() {
 			return embedded && depth > 0 && name == mcpgaterego.ExamplesDir
+		}
+		if embedded && name == maskFile {
+			return true // the decision-log mask policy (decisionlog.go)
 		}
 		return strings.HasSuffix(name, "_test.rego")
 	})

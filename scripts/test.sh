@@ -33,6 +33,8 @@ if ! command -v promtool >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
 fi
 step "promtool check metrics"
 MCPGATE_PROMTOOL=$(command -v promtool || true) go test -count=1 -run TestMetricsPromtool ./e2e/
+step "promtool check/test rules, dashboard queries (deploy/)"
+MCPGATE_PROMTOOL=$(command -v promtool || true) go test -count=1 ./deploy/
 
 step "MCP conformance suite (direct and through mcpgate)"
 go build -o .bin/mcpgate ./cmd/mcpgate

@@ -47,7 +47,8 @@ Usage:
   mcpgate serve --upstream URL [--listen ADDR] [--admin ADDR] [--extproc ADDR] [--policy DIR] [--no-auth]
                                               serve in front of one MCP server with the built-in defaults
                                               (--extproc: also serve Envoy ext_proc on host:port or unix:/path)
-  mcpgate validate --config FILE              load the config, compile the Rego, list every problem
+  mcpgate validate --config FILE [--policy-dir DIR]... [--bundle FILE [--bundle-public-key PEM]]
+                                              load the config, compile the Rego (or a bundle), list every problem
   mcpgate demo [--listen ADDR] [--admin ADDR] [--upstream-listen ADDR] [--extproc ADDR]
                                               run the bundled demo upstream behind the gateway
   mcpgate tokens create [--tenant T] [--subject S] [--name N] [--rights a,b] [--expires-in 720h]
@@ -85,6 +86,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cmdKillSwitch(ctx, args[1:], stdout, stderr)
 	case "keys":
 		return cmdKeys(ctx, args[1:], stdout, stderr)
+	case "sealing-keys":
+		return cmdSealingKeys(ctx, args[1:], stdout, stderr)
 	case "manifest":
 		return cmdManifest(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-v":

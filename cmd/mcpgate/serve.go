@@ -158,6 +158,10 @@ func orOff(addr string) string {
 func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("validate", stderr)
 	cfgPath := fs.String("config", "", "configuration `file` (YAML)")
+	var policyDirs stringsFlag
+	fs.Var(&policyDirs, "policy-dir", "check this policy `directory` instead of policy.dirs (repeatable)")
+	bundleFile := fs.String("bundle", "", "also check this OPA bundle `file` (.tar.gz)")
+	bundleKey := fs.String("bundle-public-key", "", "PEM public key `file` the --bundle signature must verify against")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -174,8 +178,24 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if cfg != nil {
 		dirs = cfg.Policy.Dirs
 	}
-	if err := policy.Check(ctx, dirs); err != nil {
-		problems = append(problems, fmt.Errorf("policy: %w", err))
+	if len(policyDirs) > 0 {
+		dirs = policyDirs
+	}
+	if len(dirs) > 0 || *bundleFile == "" {
+		if err := policy.Check(ctx, dirs); err != nil {
+			problems = append(problems, fmt.Errorf("policy: %w", err))
+		}
+	}
+	if *bundleFile != "" {
+		var key []byte
+		if *bundleKey != "" {
+			if key, err = os.ReadFile(*bundleKey); err != nil {
+				problems = append(problems, err)
+			}
+		}
+		if err := policy.CheckBundle(ctx, *bundleFile, string(key), ""); err != nil {
+			problems = append(problems, err)
+		}
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("%s is not valid:\n%w", *cfgPath, errors.Join(problems...))
@@ -200,3 +220,9 @@ func version() string {
 	}
 	return "dev"
 }
+
+// stringsFlag is a repeatable string flag.
+type stringsFlag []string
+
+func (s *stringsFlag) String() string     { return strings.Join(*s, ",") }
+func (s *stringsFlag) Set(v string) error { *s = append(*s, v); return nil }

@@ -111,6 +111,10 @@ func (r *eventReader) Read(p []byte) (int, error) {
 				if ferr := r.rw.Flush(r.emit); ferr != nil {
 					err = ferr
 				}
+			} else if berr := r.rw.Broken(r.emit); berr == nil && len(r.out) > r.off {
+				// The upstream cut the stream: the client gets an error
+				// event for its request, then a clean end.
+				err = io.EOF
 			}
 			r.err = err
 		}

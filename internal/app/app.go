@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/proxy"
 	"github.com/mcpgate/mcpgate/internal/killswitch"
 	"github.com/mcpgate/mcpgate/internal/tokens"
+	"github.com/mcpgate/mcpgate/internal/tracing"
 	"github.com/mcpgate/mcpgate/policy"
 	"github.com/mcpgate/mcpgate/store"
 )
@@ -46,10 +48,16 @@ type App struct {
 	cfg     *config.Config
 	id      *identity
 	catalog *toolCatalog // nil when catalog.disabled
+	// sealing seals the requestState of approvals asked through
+	// input_required (sealing.go).
+	sealing *sealingKeys
 
 	// switches keeps the kill switches fresh (killswitch.go); nil
 	// without a state store.
 	switches *killswitch.Watcher
+
+	// tracer exports the pipeline's spans (config tracing); nil: off.
+	tracer *tracing.Provider
 
 	servers []*http.Server
 	grpc    *grpcServer
@@ -73,11 +81,27 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 	for _, u := range cfg.Upstreams {
 		decls[u.Name] = u.Tools
 	}
+	bundle, err := cfg.Policy.Bundle.BundleOptions() // config/policyops.go
+	if err != nil {
+		return nil, err
+	}
+	decisionLogs, err := cfg.Policy.DecisionLogs.DecisionLogOptions()
+	if err != nil {
+		return nil, err
+	}
+	shadow, err := cfg.Policy.Shadow.ShadowOptions()
+	if err != nil {
+		return nil, err
+	}
 	eng, err := policy.New(ctx, policy.Options{
 		Dirs:         cfg.Policy.Dirs,
 		Declarations: decls,
 		Logger:       log,
 		OnReload:     metrics.PolicyReloaded,
+		Bundle:       bundle,
+		DecisionLogs: decisionLogs,
+		Shadow:       shadow,
+		Registerer:   a.Registry,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("load policy: %w", err)
@@ -134,17 +158,34 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 		id.close()
 		return nil, err
 	}
+	tp, err := tracing.Start(ctx, cfg.Tracing, buildVersion(), log)
+	if err != nil {
+		a.switches.Stop()
+		id.close()
+		return nil, err
+	}
+	a.tracer = tp
 	toolsets, err := newToolsets(cfg, log) // toolsets.go
 	if err != nil {
 		id.close()
 		return nil, err
+	}
+	sk, err := newSealingKeys(cfg, a.Registry, log) // sealing.go
+	if err != nil {
+		id.close()
+		return nil, err
+	}
+	a.sealing = sk
+	writes := newWriteSafety(cfg, id, log)
+	if writes != nil {
+		writes.Sealer = sk.sealer
 	}
 	a.Pipeline = gateway.New(eng, gateway.Options{
 		Toolsets:         toolsets,
 		ResourceTenants:  resourceTenants(cfg),
 		Switches:         a.gatewaySwitches(),
 		Catalog:          cat,
-		Writes:           newWriteSafety(cfg, id, log),
+		Writes:           writes,
 		Limits:           newLimits(cfg, id),
 		ListTTL:          cfg.Rights.MaxStalenessDuration(),
 		OnToolsChanged:   onToolsChanged,
@@ -167,6 +208,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 		Audit:            id.audit,
 		Logger:           log,
 		Metrics:          metrics,
+		Tracer:           tp.Tracer(),
 	})
 	a.watchToolLists(ctx)
 	if cfg.Policy.WatchEnabled() && len(cfg.Policy.Dirs) > 0 {
@@ -289,6 +331,11 @@ func (a *App) adminHandler() http.Handler {
 			fmt.Fprintln(w, "not ready")
 			return
 		}
+		if !a.Engine.Ready() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintln(w, "not ready: policy bundle not activated yet")
+			return
+		}
 		if st := a.id.store; st != nil {
 			ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 			defer cancel()
@@ -313,7 +360,7 @@ func (a *App) adminHandler() http.Handler {
 // (SIGHUP). Each part logs and counts its outcome; a part that fails keeps
 // its previous state, and the errors are returned joined.
 func (a *App) Reload(ctx context.Context) error {
-	err := errors.Join(a.Engine.Reload(ctx), a.id.reloadKeys(ctx, a.log), a.catalog.reload(ctx, a.cfg, a.log))
+	err := errors.Join(a.Engine.Reload(ctx), a.id.reloadKeys(ctx, a.log), a.sealing.reload(ctx, a.log), a.catalog.reload(ctx, a.cfg, a.log))
 	// Pins and policy may have changed what principals see: announce it
 	// on their open notification streams (listchanged.go).
 	a.Pipeline.ToolsChanged("")
@@ -352,9 +399,23 @@ func (a *App) Shutdown(ctx context.Context) error {
 		}
 	}
 	a.wg.Wait()
-	a.switches.Stop() // before the store closes
+	a.Engine.Close(ctx) // bundle polling, decision logs (flushed), shadow
+	a.switches.Stop()   // before the store closes
 	a.id.close()
+	// The spans of the last exchanges are flushed to the collector.
+	if err := a.tracer.Shutdown(ctx); err != nil {
+		a.log.Warn("tracing: spans lost at shutdown", "error", err)
+	}
 	return errors.Join(errs...)
+}
+
+// buildVersion is mcpgate's module version for service.version, "dev" in
+// a development build.
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
 }
 
 // taskOptions are the pipeline's task settings (config tasks section):

@@ -32,10 +32,11 @@ func newLimits(cfg *config.Config, id *identity) *gateway.Limits {
 		return nil
 	}
 	l := &gateway.Limits{
-		Buckets:         make(map[string]ratelimit.Limit, len(r.Buckets)),
-		Slots:           ratelimit.NewSlots(r.Concurrency, r.ReservedForWrites),
-		LoopBrake:       r.LoopBrake,
-		DefaultDeadline: r.DefaultDeadlineDuration(),
+		Buckets:              make(map[string]ratelimit.Limit, len(r.Buckets)),
+		Slots:                ratelimit.NewSlots(r.Concurrency, r.ReservedForWrites),
+		LoopBrake:            r.LoopBrake,
+		ReadsWhenUnavailable: r.ReadsWhenUnavailable,
+		DefaultDeadline:      r.DefaultDeadlineDuration(),
 	}
 	for name, b := range r.Buckets {
 		l.Buckets[name] = ratelimit.Limit{Rate: b.Rate, Period: b.PerDuration(), Burst: b.Burst}

@@ -1,0 +1,470 @@
+// Command bench measures mcpgate's load, cost and streaming figures in one
+// run on this machine (issue 7 item 4), against a real MCP upstream (the Go
+// SDK's stateless streamable-HTTP server, tool get_status with a ~150-byte
+// result):
+//
+//   - direct: the load generator calls the upstream itself;
+//   - floor: through a bare Go reverse proxy (net/http/httputil) that reads
+//     each request body in full before forwarding, run as its own process;
+//   - proxy: through `mcpgate serve` (its own process) with the full default
+//     policy — gateway tokens, the catalog with a pinned manifest, a live
+//     rights file, signed identity assertions, rate buckets, audit;
+//   - extproc: through the same mcpgate process's ext_proc gRPC listener,
+//     with e2e/envoydriver playing Envoy (BUFFERED bodies, as
+//     config/envoy/ configures it).
+//
+// Each runs at fixed concurrencies (one call in flight per client, one
+// kept-alive connection and one gateway token each). CPU per call is the
+// gateway's (or the floor's) process CPU time (/proc/<pid>/stat utime +
+// stime) over the run divided by the calls; memory is VmRSS / VmHWM from
+// /proc/<pid>/status. Added latency is a percentile minus the direct
+// run's same percentile.
+//
+// Then a long SSE answer (default 100 MB in 16 KiB progress events)
+// streams through the proxy while the gateway's RSS is sampled, and a
+// single result event larger than limits.max_sse_event_bytes must come
+// back as a JSON-RPC error.
+//
+// Usage (from the repository root; Linux only):
+//
+//	go run ./e2e/bench                      # ~1–2 minutes on 2 cores
+//	go run ./e2e/bench -n 300000 -c 8 -modes floor,proxy   # the 300k-call run
+//
+// Everything listens on 127.0.0.1 and stops by itself.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+
+	"github.com/mcpgate/mcpgate/e2e/bench/rig"
+	"github.com/mcpgate/mcpgate/e2e/envoydriver"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	calls       int
+	warmup      int
+	conc        []int
+	modes       []string
+	binary      string
+	sseBytes    int64
+	sseEvent    int
+	sseCap      int
+	staleness   string
+	floorTarget string
+}
+
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	var o options
+	conc := fs.String("c", "1,8,32", "concurrency levels, comma-separated")
+	modes := fs.String("modes", "direct,floor,proxy,extproc", "what to measure: direct, floor, proxy, extproc (direct always runs: added latency is measured against it)")
+	fs.IntVar(&o.calls, "n", 3000, "calls per mode and concurrency level")
+	fs.IntVar(&o.warmup, "warmup", 300, "calls before each measured run (not counted)")
+	fs.StringVar(&o.binary, "mcpgate", "", "mcpgate binary (default: built from this module)")
+	fs.Int64Var(&o.sseBytes, "sse-bytes", 100_000_000, "bytes of the streamed SSE answer (0: skip the SSE part)")
+	fs.IntVar(&o.sseEvent, "sse-event", 16<<10, "bytes of text in each progress event of the stream")
+	fs.IntVar(&o.sseCap, "sse-cap", 4<<20, "limits.max_sse_event_bytes of the gateway under test")
+	fs.StringVar(&o.staleness, "rights-staleness", "0s", "rights.max_staleness (0s as in the quickstart: the rights file is consulted on every call)")
+	fs.StringVar(&o.floorTarget, "floor-upstream", "", "internal: run as the floor proxy in front of this upstream origin")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if o.floorTarget != "" {
+		return serveFloor(o.floorTarget, stdout)
+	}
+	for _, s := range strings.Split(*conc, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return fmt.Errorf("-c: %q is not a positive number", s)
+		}
+		o.conc = append(o.conc, n)
+	}
+	o.modes = strings.Split(*modes, ",")
+	for _, m := range o.modes {
+		if !slices.Contains([]string{"direct", "floor", "proxy", "extproc"}, m) {
+			return fmt.Errorf("-modes: unknown mode %q", m)
+		}
+	}
+	if !slices.Contains(o.modes, "direct") {
+		o.modes = append([]string{"direct"}, o.modes...)
+	}
+	if runtime.GOOS != "linux" {
+		return errors.New("the bench reads /proc: Linux only")
+	}
+	return bench(ctx, o, stdout)
+}
+
+// serveFloor is the floor: net/http/httputil.ReverseProxy to target, with
+// the request body read in full before forwarding (golang/go#40747: a
+// handler that forwards a body it has not finished reading lets the HTTP/1
+// server break the connection now and then). It prints its address and
+// stops when its standard input closes.
+func serveFloor(target string, stdout io.Writer) error {
+	u, err := url.Parse(target)
+	if err != nil {
+		return err
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite:   func(pr *httputil.ProxyRequest) { pr.SetURL(u) },
+		Transport: &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true},
+	}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 4<<20))
+		if err != nil {
+			http.Error(w, "bad body", http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		rp.ServeHTTP(w, r)
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _, _ = io.Copy(io.Discard, os.Stdin); _ = srv.Close() }()
+	fmt.Fprintf(stdout, "floor ready http://%s\n", ln.Addr())
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// startFloor runs this program again as the floor proxy.
+func startFloor(upstream string) (pid int, url string, stop func(), err error) {
+	self, err := os.Executable()
+	if err != nil {
+		return 0, "", nil, err
+	}
+	cmd := exec.Command(self, "-floor-upstream", upstream)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return 0, "", nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return 0, "", nil, err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return 0, "", nil, err
+	}
+	stop = func() { _ = stdin.Close(); _ = cmd.Wait() }
+	line, err := bufio.NewReader(out).ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "floor ready ")
+	if err != nil || !ok {
+		stop()
+		return 0, "", nil, fmt.Errorf("floor proxy: first line %q: %v", line, err)
+	}
+	return cmd.Process.Pid, addr, stop, nil
+}
+
+type row struct {
+	mode string
+	conc int
+	res  rig.LoadResult
+	cpu  time.Duration // per call; 0: not measured
+	mem  rig.Memory
+}
+
+func bench(ctx context.Context, o options, stdout io.Writer) error {
+	dir, err := os.MkdirTemp("", "mcpgate-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if o.binary == "" {
+		o.binary = filepath.Join(dir, "mcpgate")
+		fmt.Fprintln(stdout, "building mcpgate …")
+		if out, err := exec.CommandContext(ctx, "go", "build", "-o", o.binary, "github.com/mcpgate/mcpgate/cmd/mcpgate").CombinedOutput(); err != nil {
+			return fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	}
+	// The upstream, in this process.
+	up := rig.NewUpstream()
+	upLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	upSrv := &http.Server{Handler: up, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = upSrv.Serve(upLn) }()
+	defer upSrv.Close()
+	upOrigin := "http://" + upLn.Addr().String()
+	upURL := upOrigin + "/mcp"
+
+	floorPid, floorURL, stopFloor, err := startFloor(upOrigin)
+	if err != nil {
+		return err
+	}
+	defer stopFloor()
+
+	people := slices.Max(o.conc)
+	g, err := rig.StartGateway(ctx, rig.GatewayOptions{Binary: o.binary, Dir: dir, UpstreamURL: upURL, People: people,
+		MaxSSEEventBytes: o.sseCap, RightsStaleness: o.staleness, Stderr: os.Stderr})
+	if err != nil {
+		return err
+	}
+	defer g.Stop()
+	startMem, _ := rig.ReadMemory(g.Pid())
+
+	driver, err := envoydriver.New(envoydriver.Config{
+		Target:   g.ExtProc,
+		Upstream: mustURL(upURL),
+		Mode: &extprocfilterv3.ProcessingMode{
+			RequestHeaderMode: extprocfilterv3.ProcessingMode_SEND, RequestBodyMode: extprocfilterv3.ProcessingMode_BUFFERED,
+			ResponseHeaderMode: extprocfilterv3.ProcessingMode_SEND, ResponseBodyMode: extprocfilterv3.ProcessingMode_BUFFERED,
+			RequestTrailerMode: extprocfilterv3.ProcessingMode_SKIP, ResponseTrailerMode: extprocfilterv3.ProcessingMode_SKIP,
+		},
+		AllowModeOverride: true,
+		MessageTimeout:    time.Second, // loaded 2-core machine: Envoy's 200 ms default would time out under contention
+		MaxMessageTimeout: 5 * time.Second,
+		BufferLimit:       5 << 20,
+		RequestAttributes: []string{"xds.route_metadata"},
+		RouteMetadata:     map[string]map[string]any{"mcpgate": {"upstream": "bench"}},
+	})
+	if err != nil {
+		return err
+	}
+	defer driver.Close()
+	envLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	envSrv := &http.Server{Handler: driver, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = envSrv.Serve(envLn) }()
+	defer envSrv.Close()
+
+	targets := map[string]struct {
+		url    string
+		pid    int
+		tokens []string
+	}{
+		"direct":  {upURL, 0, nil},
+		"floor":   {floorURL + "/mcp", floorPid, nil},
+		"proxy":   {g.Proxy + "/mcp", g.Pid(), g.Tokens},
+		"extproc": {"http://" + envLn.Addr().String() + "/mcp", g.Pid(), g.Tokens},
+	}
+	fmt.Fprintf(stdout, "machine: %d CPUs (GOMAXPROCS %d), %s; %d calls per run after %d warm-up calls\n",
+		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), o.calls, o.warmup)
+	fmt.Fprintf(stdout, "gateway RSS after start: %s\n\n", rig.MiB(startMem.RSS))
+	var rows []row
+	for _, c := range o.conc {
+		for _, m := range o.modes {
+			t := targets[m]
+			lo := rig.LoadOptions{URL: t.url, Tokens: t.tokens, Concurrency: c}
+			lo.Calls = o.warmup
+			if w := rig.Load(ctx, lo); w.Failed > 0 {
+				fmt.Fprintf(stdout, "warning: %s c=%d warm-up: %d failed (%s)\n", m, c, w.Failed, w.FirstFail)
+			}
+			lo.Calls = o.calls
+			var cpu0 time.Duration
+			if t.pid != 0 {
+				cpu0, _ = rig.CPUTime(t.pid)
+			}
+			res := rig.Load(ctx, lo)
+			r := row{mode: m, conc: c, res: res}
+			if t.pid != 0 {
+				cpu1, _ := rig.CPUTime(t.pid)
+				r.cpu = (cpu1 - cpu0) / time.Duration(max(o.calls, 1))
+				r.mem, _ = rig.ReadMemory(t.pid)
+			}
+			rows = append(rows, r)
+			fmt.Fprintf(stdout, "%-8s c=%-3d %8.0f calls/s  p50 %-9s p99 %-9s failed %d\n", m, c, res.Throughput(),
+				res.Percentile(50).Round(time.Microsecond), res.Percentile(99).Round(time.Microsecond), res.Failed)
+			if res.Failed > 0 {
+				fmt.Fprintf(stdout, "         first failure: %s\n", res.FirstFail)
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+		}
+	}
+	report(stdout, rows)
+	if o.sseBytes > 0 {
+		if err := sse(ctx, stdout, g, up, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func find(rows []row, mode string, c int) (row, bool) {
+	for _, r := range rows {
+		if r.mode == mode && r.conc == c {
+			return r, true
+		}
+	}
+	return row{}, false
+}
+
+func us(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond)) }
+
+func report(w io.Writer, rows []row) {
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "mode\tclients\tcalls\tfailed\tcalls/s\tp50\tp99\tadded p50\tadded p99\tCPU/call\tRSS\tpeak RSS\t")
+	for _, r := range rows {
+		d, _ := find(rows, "direct", r.conc)
+		added50, added99, cpu, rss, peak := "-", "-", "-", "-", "-"
+		if r.mode != "direct" {
+			added50 = us(r.res.Percentile(50) - d.res.Percentile(50))
+			added99 = us(r.res.Percentile(99) - d.res.Percentile(99))
+		}
+		if r.cpu > 0 {
+			cpu = us(r.cpu)
+			rss, peak = rig.MiB(r.mem.RSS), rig.MiB(r.mem.PeakRSS)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.mode, r.conc, r.res.Calls, r.res.Failed,
+			r.res.Throughput(), us(r.res.Percentile(50)), us(r.res.Percentile(99)), added50, added99, cpu, rss, peak)
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(w, "\nratios to the floor (CPU per call: lower is better; throughput: higher is better):")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "mode\tclients\tCPU/call ÷ floor\tcalls/s ÷ floor\t")
+	for _, r := range rows {
+		f, ok := find(rows, "floor", r.conc)
+		if !ok || r.mode == "floor" || r.mode == "direct" || f.cpu == 0 {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\t\n", r.mode, r.conc, float64(r.cpu)/float64(f.cpu), r.res.Throughput()/f.res.Throughput())
+	}
+	_ = tw.Flush()
+}
+
+// sse streams o.sseBytes through the proxy as progress events while
+// sampling the gateway's RSS, then sends one result event over the cap.
+func sse(ctx context.Context, w io.Writer, g *rig.Gateway, up *rig.Upstream, o options) error {
+	events := int(o.sseBytes / int64(o.sseEvent+120))
+	fmt.Fprintf(w, "\nSSE: %d progress events of %d bytes (%s) through the proxy, RSS sampled every 20 ms\n",
+		events, o.sseEvent, rig.MiB(o.sseBytes))
+	up.StreamBytes.Store(0)
+	samples, got, body, elapsed, err := streamOnce(ctx, g, fmt.Sprintf(`{"events":%d,"event_bytes":%d,"final_bytes":1000}`, events, o.sseEvent))
+	if err != nil {
+		return err
+	}
+	if len(samples) < 10 {
+		fmt.Fprintf(w, "  (the stream took %s: too short to sample; use a larger -sse-bytes)\n", elapsed)
+		samples = append(samples, samples[len(samples)-1])
+	}
+	q := func(f float64) int64 { return samples[min(int(f*float64(len(samples))), len(samples)-1)] }
+	lo, hi := slices.Min(samples[len(samples)/10:]), slices.Max(samples[len(samples)/10:])
+	ok := rig.IsResult(body)
+	if os.Getenv("BENCH_DEBUG") != "" {
+		fmt.Fprintf(w, "tail: %s\n", tail(body))
+	}
+	fmt.Fprintf(w, "  upstream sent %s, client received %s (progress messages are wrapped as untrusted text and cut to 2000 bytes) in %s (%.0f MB/s upstream side), final result received: %v\n",
+		rig.MiB(up.StreamBytes.Load()), rig.MiB(got), elapsed.Round(time.Millisecond), float64(up.StreamBytes.Load())/elapsed.Seconds()/1e6, ok)
+	fmt.Fprintf(w, "  gateway RSS at 10%% / 50%% / 100%% of the stream: %s / %s / %s; after the first 10%%: min %s, max %s (spread %s)\n",
+		rig.MiB(q(0.1)), rig.MiB(q(0.5)), rig.MiB(samples[len(samples)-1]), rig.MiB(lo), rig.MiB(hi), rig.MiB(hi-lo))
+
+	over := o.sseCap + 1<<20
+	fmt.Fprintf(w, "SSE: one result event of %s (limits.max_sse_event_bytes %s)\n", rig.MiB(int64(over)), rig.MiB(int64(o.sseCap)))
+	samples, got, body, _, err = streamOnce(ctx, g, fmt.Sprintf(`{"events":0,"event_bytes":0,"final_bytes":%d}`, over))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "  client received %d bytes: %s\n", got, strings.TrimSpace(string(tail(body))))
+	fmt.Fprintf(w, "  gateway RSS max during it: %s\n", rig.MiB(slices.Max(samples)))
+	return nil
+}
+
+// tail returns at most the last 2 KiB of b.
+func tail(b []byte) []byte { return b[max(0, len(b)-2048):] }
+
+// streamOnce calls stream_report through the proxy with args, reads the
+// whole answer (keeping the last 64 KiB) and samples the gateway's RSS.
+func streamOnce(ctx context.Context, g *rig.Gateway, args string) (samples []int64, n int64, last []byte, elapsed time.Duration, err error) {
+	var mu sync.Mutex
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if m, err := rig.ReadMemory(g.Pid()); err == nil {
+				mu.Lock()
+				samples = append(samples, m.RSS)
+				mu.Unlock()
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	})
+	start := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	resp, err := http.DefaultClient.Do(rig.NewCall(cctx, g.Proxy+"/mcp", g.Tokens[0], 1, rig.ToolStreamReport, args))
+	if err != nil {
+		close(done)
+		wg.Wait()
+		return nil, 0, nil, 0, err
+	}
+	buf := make([]byte, 64<<10)
+	ring := make([]byte, 0, 128<<10)
+	for {
+		k, rerr := resp.Body.Read(buf)
+		n += int64(k)
+		ring = append(ring, buf[:k]...)
+		if len(ring) > 64<<10 {
+			ring = append(ring[:0], ring[len(ring)-(64<<10):]...)
+		}
+		if rerr != nil {
+			if rerr != io.EOF {
+				err = rerr
+			}
+			break
+		}
+	}
+	resp.Body.Close()
+	elapsed = time.Since(start)
+	close(done)
+	wg.Wait()
+	if resp.StatusCode != http.StatusOK {
+		err = errors.Join(err, fmt.Errorf("stream_report: HTTP %d", resp.StatusCode))
+	}
+	return samples, n, ring, elapsed, err
+}
+
+func mustURL(s string) *url.URL {
+	u, err := url.Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return u
+}
