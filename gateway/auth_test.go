@@ -29,6 +29,12 @@ func (f *fakeAuth) Authenticate(_ context.Context, r *gateway.Request) (*policy.
 			CredentialID: "tok_y", Connection: "tok_y"}, nil
 	case h == "Bearer down":
 		return nil, &gateway.AuthFailure{Status: 503, Code: gateway.AuthUnavailable, Message: "Cannot check."}
+	case strings.HasPrefix(h, "Bearer acme-"):
+		// Another connection of tenant acme (limits per credential vs
+		// per tenant).
+		c := strings.TrimPrefix(h, "Bearer acme-")
+		return &policy.Principal{Authenticated: true, Subject: "svc-" + c, Tenant: "acme", CredentialKind: policy.CredentialGatewayToken,
+			CredentialID: c, Connection: c}, nil
 	case strings.HasPrefix(h, "Bearer good-"):
 		var scopes []string
 		if s := strings.TrimPrefix(h, "Bearer good-"); s != "" {

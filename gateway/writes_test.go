@@ -3,12 +3,14 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
@@ -24,8 +26,10 @@ import (
 var writeDecls = map[string]map[string]policy.ToolDeclaration{"demo": {
 	"save_note":      {Effect: policy.EffectSilentWrite},
 	"save_keyed":     {Effect: policy.EffectSilentWrite},
-	"email_customer": {Effect: policy.EffectNotify},
+	"email_customer": {Effect: policy.EffectNotify, NotifyObject: "text"},
 	"get_note":       {Effect: policy.EffectRead},
+	"get_report":     {Effect: policy.EffectRead, Expensive: true},
+	"page_someone":   {Effect: policy.EffectWake},
 }}
 
 func writeCatalog() *staticCatalog {
@@ -36,6 +40,8 @@ func writeCatalog() *staticCatalog {
 			InputSchema: jsontext.Value(`{"type":"object","properties":{"text":{"type":"string"},"idempotency_key":{"type":"string"}}}`)},
 		{Name: "email_customer", Hash: "e1", State: policy.CatalogApproved, InputSchema: obj},
 		{Name: "get_note", Hash: "g1", State: policy.CatalogApproved, InputSchema: obj},
+		{Name: "get_report", Hash: "r1", State: policy.CatalogApproved, InputSchema: obj},
+		{Name: "page_someone", Hash: "p1", State: policy.CatalogApproved, InputSchema: obj},
 	}}
 }
 
@@ -379,6 +385,85 @@ func TestLimits(t *testing.T) {
 		}
 		if a := decodeAnswer(t, v); code(t, a) != want {
 			t.Errorf("refusal %d: %s", i+1, v.Local.Body)
+		}
+	}
+}
+
+// TestEachBucket bursts over every default bucket: reads and expensive
+// reads per credential, notify per object (another object still goes),
+// wake per tenant (another credential of the tenant is refused too).
+func TestEachBucket(t *testing.T) {
+	ctx := context.Background()
+	one := ratelimit.Limit{Rate: 1, Period: time.Hour, Burst: 1}
+	lim := &gateway.Limits{Limiter: ratelimit.NewMemory(0), Buckets: map[string]ratelimit.Limit{
+		"reads": one, "expensive_reads": one, "writes": {Rate: 100, Period: time.Hour, Burst: 100}, "notify": one, "wake": one}}
+	p := newWritePipeline(t, writeCatalog(), nil, lim)
+	run := func(id, tool, args, token string) gateway.Verdict {
+		r := toolCall(id, tool, args)
+		r.Header.Set("authorization", "Bearer "+token)
+		x, v := p.HandleRequest(ctx, r)
+		if v.Local == nil {
+			answer(t, x, 200, `{"jsonrpc":"2.0","id":1,"result":{"content":[],"structuredContent":{"ok":true}}}`)
+		}
+		return v
+	}
+	confirmed := func(id, tool, args, token string) gateway.Verdict {
+		tok, sum := previewOf(t, run(id, tool, args, token))
+		return run(id+"1", "confirm_action", confirmArgs(tok, sum), token)
+	}
+	limited := func(what string, v gateway.Verdict) {
+		t.Helper()
+		if v.Local == nil {
+			t.Errorf("%s: not limited", what)
+			return
+		}
+		if a := decodeAnswer(t, v); code(t, a) != "rate_limited" {
+			t.Errorf("%s: %s", what, v.Local.Body)
+		}
+	}
+	for _, tool := range []string{"get_note", "get_report"} {
+		if v := run("1", tool, `{"text":"a"}`, "good-"); v.Local != nil {
+			t.Fatalf("%s first: %s", tool, v.Local.Body)
+		}
+		limited(tool+" second", run("2", tool, `{"text":"b"}`, "good-"))
+	}
+	if v := confirmed("3", "email_customer", `{"text":"cust-1"}`, "acme-a"); v.Local != nil {
+		t.Fatalf("notify first: %s", v.Local.Body)
+	}
+	limited("notify to the same object from another credential", confirmed("4", "email_customer", `{"text":"cust-1"}`, "acme-b"))
+	if v := confirmed("5", "email_customer", `{"text":"cust-2"}`, "acme-c"); v.Local != nil {
+		t.Errorf("notify to another object: %s", v.Local.Body)
+	}
+	if v := confirmed("6", "page_someone", `{"text":"p"}`, "acme-d"); v.Local != nil {
+		t.Fatalf("wake first: %s", v.Local.Body)
+	}
+	limited("wake from another credential of the tenant", confirmed("7", "page_someone", `{"text":"q"}`, "acme-e"))
+}
+
+// TestReadsWhenLimiterUnavailable: with the bucket backend unreachable
+// (a Redis client aimed at a closed port), writes are refused and reads
+// follow rate_limits.reads_when_unavailable.
+func TestReadsWhenLimiterUnavailable(t *testing.T) {
+	ctx := context.Background()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { rdb.Close() })
+	for _, allow := range []bool{false, true} {
+		lim := &gateway.Limits{Limiter: ratelimit.NewRedis(rdb), ReadsWhenUnavailable: allow,
+			Buckets: map[string]ratelimit.Limit{"reads": {Rate: 10, Period: time.Second, Burst: 10}, "writes": {Rate: 10, Period: time.Second, Burst: 10}}}
+		p := newWritePipeline(t, writeCatalog(), nil, lim)
+		_, v := p.HandleRequest(ctx, toolCall("1", "get_note", `{"text":"a"}`))
+		if allow != (v.Local == nil) {
+			t.Errorf("reads_when_unavailable %v: read answered %+v", allow, v.Local)
+		}
+		_, v = p.HandleRequest(ctx, toolCall("2", "save_note", `{"text":"a"}`))
+		if a := decodeAnswer(t, v); code(t, a) != "rate_limiter_unavailable" {
+			t.Errorf("reads_when_unavailable %v: write %s", allow, v.Local.Body)
 		}
 	}
 }

@@ -36,6 +36,9 @@ MCPGATE_PROMTOOL=$(command -v promtool || true) go test -count=1 -run TestMetric
 step "promtool check/test rules, dashboard queries (deploy/)"
 MCPGATE_PROMTOOL=$(command -v promtool || true) go test -count=1 ./deploy/
 
+step "Helm chart (lint, template goldens, Kubernetes and Envoy checks)"
+scripts/chart-test.sh
+
 step "MCP conformance suite (direct and through mcpgate)"
 go build -o .bin/mcpgate ./cmd/mcpgate
 MCPGATE_BIN="$PWD/.bin/mcpgate" e2e/conformance/run.sh
