@@ -223,14 +223,19 @@ func keysWriteNew(path string, data []byte) error {
 	return nil
 }
 
-// keysReplace atomically replaces path with the private form of ks: a
-// temporary file (mode 0600) in the same directory, synced, then renamed
-// over path. A reader never sees a partial key file.
+// keysReplace atomically replaces path with the private form of ks.
 func keysReplace(path string, ks *assertion.KeySet) error {
 	data, err := ks.MarshalPrivate()
 	if err != nil {
 		return err
 	}
+	return replaceFile(path, data)
+}
+
+// replaceFile atomically replaces path with data: a temporary file (mode
+// 0600) in the same directory, synced, then renamed over path. A reader
+// never sees a partial key file.
+func replaceFile(path string, data []byte) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/mcpgate/mcpgate/internal/sealing"
@@ -116,34 +114,11 @@ func sealingKeysChange(verb string, args []string, stdout, stderr io.Writer) err
 	return nil
 }
 
-// sealingKeysReplace atomically replaces path with ks (a synced temporary
-// file of mode 0600 renamed over it).
+// sealingKeysReplace atomically replaces path with ks (replaceFile).
 func sealingKeysReplace(path string, ks *sealing.KeySet) error {
 	data, err := ks.Marshal()
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	name := tmp.Name()
-	werr := tmp.Chmod(0o600)
-	if werr == nil {
-		_, werr = tmp.Write(data)
-	}
-	if werr == nil {
-		werr = tmp.Sync()
-	}
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(name, path)
-	}
-	if werr != nil {
-		_ = os.Remove(name)
-		return fmt.Errorf("write %s: %w", path, werr)
-	}
-	return nil
+	return replaceFile(path, data)
 }
