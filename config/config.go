@@ -69,6 +69,8 @@ type Config struct {
 	Extensions Extensions `yaml:"extensions"`
 	// Tracing turns OpenTelemetry tracing on (tracing.go); off by default.
 	Tracing Tracing `yaml:"tracing"`
+	// Approvals turns the approval page on (approval.go); nil: off.
+	Approvals *Approvals `yaml:"approvals" json:",omitempty"`
 }
 
 // Listeners are the addresses mcpgate listens on.

@@ -460,6 +460,33 @@
 //     new traces recorded; a caller's traceparent decides for its own.
 //   - tracing.service_name (string; default "mcpgate"): service.name.
 //
+// approvals (mapping; default none = off): the approval page, /approvals/
+// on the admin listener, where a person holding the right approves or
+// rejects out-of-band actions. Requires store, rights and the admin
+// listener.
+//
+//   - approvals.base_url (URL; required): origin browsers reach the admin
+//     listener at; http only on loopback.
+//   - approvals.oidc (mapping; required): the approvers' OpenID provider.
+//   - approvals.oidc.issuer (URL; required): issuer identifier.
+//   - approvals.oidc.client_id (string; required): the page's own client.
+//   - approvals.oidc.client_secret (string; default none = public client).
+//   - approvals.oidc.scopes (list of strings; default none): besides openid.
+//   - approvals.oidc.tenant_claim (string; default the matching
+//     auth.issuers[] entry's): claim with the approver's tenant.
+//   - approvals.oidc.subject_claim (string; default "sub").
+//   - approvals.session_ttl (duration; default 1h; 1m–24h).
+//   - approvals.require_second_person (bool; default false): a requester
+//     never approves their own action.
+//   - approvals.second_person_effects (list of effect classes; default
+//     none): the same rule for these classes only.
+//   - approvals.webhook (mapping; default none = off): announce new
+//     out-of-band actions (JSON, HMAC-SHA256 signed, retried).
+//   - approvals.webhook.url (URL; required).
+//   - approvals.webhook.secret (string; required; at least 32 bytes).
+//   - approvals.webhook.max_attempts (integer; default 5; 1–10).
+//   - approvals.webhook.timeout (duration; default 5s; at most 1m).
+//
 // admin_api (mapping; default none = off): the admin API, /v1/ on the
 // admin listener. Requires an auth section, a store section and an enabled
 // admin listener, and static_tokens or (auth.issuers and audience).

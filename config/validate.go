@@ -55,6 +55,7 @@ func (c *Config) validate() problems {
 	c.validateSealing(&p)
 	c.validateTasks(&p)
 	c.validateTracing(&p)
+	c.validateApprovals(&p)
 	return p
 }
 

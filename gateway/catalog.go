@@ -337,9 +337,18 @@ func member(obj []byte, key string) (jsontext.Value, bool, error) {
 }
 
 // eachMember calls fn with every member of the JSON object obj, in order,
-// until fn returns true. The values alias obj.
+// until fn returns true. The values alias obj and have no spare capacity:
+// appending to one copies it, obj is never written.
 func eachMember(obj []byte, fn func(name string, v jsontext.Value) (stop bool)) error {
-	dec := jsontext.NewDecoder(bytes.NewReader(obj))
+	md := memberDecoders.Get().(*memberDecoder)
+	defer md.release()
+	// A bytes.Buffer is parsed in place (no copy of obj), and the decoder
+	// comes from a pool: walking a small object allocates nothing but its
+	// member names. This runs several times per tools/call (arguments,
+	// result, isError).
+	md.src = *bytes.NewBuffer(obj)
+	dec := &md.dec
+	dec.Reset(&md.src)
 	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
 		return errors.New("not a JSON object")
 	}
@@ -353,11 +362,29 @@ func eachMember(obj []byte, fn func(name string, v jsontext.Value) (stop bool)) 
 		if err != nil {
 			return err
 		}
-		if fn(name, v) {
+		if fn(name, v[:len(v):len(v)]) {
 			return nil
 		}
 	}
 	return nil
+}
+
+// memberDecoder is eachMember's pooled decoder and its source.
+type memberDecoder struct {
+	dec jsontext.Decoder
+	src bytes.Buffer
+}
+
+var memberDecoders = sync.Pool{New: func() any { return new(memberDecoder) }}
+
+// noInput is what a pooled decoder reads between uses, so the pool keeps
+// no caller's bytes alive (never read).
+var noInput = new(bytes.Reader)
+
+func (md *memberDecoder) release() {
+	md.dec.Reset(noInput)
+	md.src = bytes.Buffer{}
+	memberDecoders.Put(md)
 }
 
 // mapMembers returns obj with every member passed through fn (which

@@ -102,7 +102,16 @@ func (p *Pipeline) preview(ctx context.Context, x *Exchange, d *policy.Decision)
 	x.write = &writeState{kind: writeConfirm, action: id, decision: d, settled: true}
 	p.m.observeWrite("preview")
 	p.auditWrite(ctx, x, d, AuditPending)
-	result := previewResult(a, token)
+	link := ""
+	if a.Approval == ApprovalOutOfBand {
+		if w.ApprovalURL != nil {
+			link = w.ApprovalURL(a.ID)
+		}
+		if w.OnPending != nil {
+			w.OnPending(ctx, a)
+		}
+	}
+	result := previewResult(a, token, link)
 	if p.elicitsConfirmation(x, a.Approval) {
 		// Asked through input_required with a sealed requestState
 		// (elicit.go); on failure the confirm_token preview stands.
@@ -132,18 +141,25 @@ type previewDetails struct {
 	Approval       string `json:"approval"`
 	ExpiresAt      string `json:"expires_at"`
 	NextTool       string `json:"next_tool"`
+	// ApprovalURL is the approval page's link of an out-of-band action
+	// (issue 8); the confirm_token never appears in it.
+	ApprovalURL string `json:"approval_url,omitempty"`
 }
 
 // previewResult is the CallToolResult of a preview: a text for the model
 // and the person, ending with the details as one JSON line, and the same
 // details in structuredContent.
-func previewResult(a store.Action, token string) []byte {
+func previewResult(a store.Action, token, link string) []byte {
 	det := previewDetails{Status: previewStatus, Tool: a.Tool, Effect: a.Effect, ConfirmToken: token, ConfirmSummary: a.Summary,
-		Approval: a.Approval, ExpiresAt: a.ExpiresAt.Format(time.RFC3339), NextTool: ToolConfirmAction}
+		Approval: a.Approval, ExpiresAt: a.ExpiresAt.Format(time.RFC3339), NextTool: ToolConfirmAction, ApprovalURL: link}
 	line, _ := json.Marshal(det)
 	var text string
 	if a.Approval == ApprovalOutOfBand {
-		text = "Preview — nothing was sent. " + a.Summary + ".\nA person who holds the right for this action must approve it on the approval page first; " +
+		page := "the approval page"
+		if link != "" {
+			page = "the approval page, " + link + " (give the user this link)"
+		}
+		text = "Preview — nothing was sent. " + a.Summary + ".\nA person who holds the right for this action must approve it on " + page + " first; " +
 			"until then confirm_action answers approval_pending. After approval, call confirm_action with the confirm_token and the exact confirm_summary below. " +
 			"To drop it, call reject_action. The token expires at " + det.ExpiresAt + ".\n"
 	} else {

@@ -68,10 +68,15 @@ func (p *Pipeline) limitsGate(ctx context.Context, x *Exchange, d *policy.Decisi
 	}
 	pr := &x.input.Principal
 	conn := connectionOf(pr)
-	if l.LoopBrake > 0 {
-		digest, _, err := writeDigest(x.msg.Params, x.normalisedArguments())
-		if err == nil {
-			x.loopKey = conn + "\x1f" + x.req.Upstream + "\x1f" + x.msg.Name + "\x1f" + digest
+	if l.LoopBrake > 1 && p.loops.empty() {
+		// No run of failures is remembered, so this call cannot be
+		// braked (it would be the first of its run): its key (a canonical digest of the arguments, the
+		// costliest part of the limits) is made only if its answer is a
+		// failure or failures appear meanwhile (loopOutcome).
+		x.loopLater = true
+	} else if l.LoopBrake > 0 {
+		if key, ok := x.makeLoopKey(); ok {
+			x.loopKey = key
 			// Upstream failures: the next identical call would most
 			// likely fail the same way, so it is not run.
 			if n := p.loops.failures(x.loopKey); n >= l.LoopBrake-1 {
@@ -152,10 +157,48 @@ func (p *Pipeline) deadline(x *Exchange, d *policy.Decision) time.Duration {
 	return p.opts.Limits.DefaultDeadline
 }
 
+// makeLoopKey is the loop brake's key of the call: connection, upstream,
+// tool and the digest of the canonical arguments.
+func (x *Exchange) makeLoopKey() (string, bool) {
+	digest, _, err := writeDigest(x.msg.Params, x.normalisedArguments())
+	if err != nil {
+		return "", false
+	}
+	return connectionOf(&x.input.Principal) + "\x1f" + x.req.Upstream + "\x1f" + x.msg.Name + "\x1f" + digest, true
+}
+
+// loopOutcome records the outcome of a forwarded tools/call for the loop
+// brake; failed is asked only when the brake is on.
+func (x *Exchange) loopOutcome(failed func() bool) {
+	if x.loopKey == "" && !x.loopLater {
+		return // the brake is off (or the key could not be made)
+	}
+	f := failed()
+	if x.loopLater {
+		x.loopLater = false
+		if !f && x.p.loops.empty() {
+			return // a success with no run to end
+		}
+		key, ok := x.makeLoopKey()
+		if !ok {
+			return
+		}
+		x.loopKey = key
+	}
+	x.p.loops.record(x.loopKey, f)
+}
+
 // loopBrake counts runs of identical failing calls.
 type loopBrake struct {
 	mu   sync.Mutex
 	runs map[string]loopRun
+}
+
+// empty reports whether no run of failures (or refusals) is remembered.
+func (b *loopBrake) empty() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.runs) == 0
 }
 
 type loopRun struct {

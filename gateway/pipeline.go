@@ -327,6 +327,7 @@ type Exchange struct {
 	// loopKey identifies the call for the loop brake; releaseSlot frees
 	// its concurrency slot; deadline bounds it upstream (limits.go).
 	loopKey     string
+	loopLater   bool // the loop key is made when the answer is known (limits.go)
 	releaseSlot func()
 	deadline    time.Duration
 	input       policy.Input

@@ -47,6 +47,13 @@ type WriteSafety struct {
 	// elicitation under 2026-07-28 approves in the client without a
 	// confirm_token. nil: every preview uses confirm_action.
 	Sealer Sealer
+	// ApprovalURL, when set, gives the approval page's link for an
+	// out-of-band action id (internal/approval); the preview carries it as
+	// approval_url.
+	ApprovalURL func(actionID string) string
+	// OnPending, when set, is told of every new out-of-band action after
+	// it is stored (the approval webhook); it must not block.
+	OnPending func(ctx context.Context, a store.Action)
 }
 
 // Write-safety defaults.
@@ -339,7 +346,7 @@ func replayedAnswer(id []byte, result []byte, first time.Time) []byte {
 // executed or failed, and the audit gets the JSON-RPC outcome. result is
 // the relayed result, nil for a JSON-RPC error answer.
 func (x *Exchange) settle(result []byte) {
-	x.p.loops.record(x.loopKey, result == nil || isErrorResult(result))
+	x.loopOutcome(func() bool { return result == nil || isErrorResult(result) })
 	ws := x.write
 	if ws == nil || ws.settled {
 		return

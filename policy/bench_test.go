@@ -34,10 +34,37 @@ func loop(b *testing.B, f func()) {
 	}
 }
 
+// newEvalEngine is the default policy with the decision memo off: every
+// Decide evaluates the Rego (the cost of an input not seen recently).
+func newEvalEngine(b *testing.B) *Engine {
+	b.Helper()
+	e, err := New(context.Background(), Options{Declarations: testDeclarations, NoDecisionMemo: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return e
+}
+
 // BenchmarkDecideToolsCall is the hot path: a tools/call with a few
 // arguments through the default policy, from the typed Input (argument
-// parsing included) to the typed Decision.
+// parsing included) to the typed Decision, evaluated every time (memo
+// off; BenchmarkDecideToolsCallMemo is a repeat answered by the memo).
 func BenchmarkDecideToolsCall(b *testing.B) {
+	e := newEvalEngine(b)
+	in := callInput("search_contacts", alice)
+	ctx := context.Background()
+	loop(b, func() {
+		d, err := e.Decide(ctx, in)
+		if err != nil || !d.Allow {
+			b.Fatal(d, err)
+		}
+	})
+}
+
+// BenchmarkDecideToolsCallMemo is the same call repeated: the input is
+// built and compared with the remembered one, the decision copied
+// (memo.go).
+func BenchmarkDecideToolsCallMemo(b *testing.B) {
 	e := newDefaultEngine(b)
 	in := callInput("search_contacts", alice)
 	ctx := context.Background()
@@ -52,7 +79,7 @@ func BenchmarkDecideToolsCall(b *testing.B) {
 // BenchmarkDecideToolsCallDenied is a call the policy refuses (undeclared
 // tool), which builds reasons.
 func BenchmarkDecideToolsCallDenied(b *testing.B) {
-	e := newDefaultEngine(b)
+	e := newEvalEngine(b)
 	in := callInput("undeclared_tool", alice)
 	ctx := context.Background()
 	loop(b, func() {
@@ -65,7 +92,7 @@ func BenchmarkDecideToolsCallDenied(b *testing.B) {
 // BenchmarkDecideToolsCallCancelable uses a cancelable request context, as
 // a server handler has.
 func BenchmarkDecideToolsCallCancelable(b *testing.B) {
-	e := newDefaultEngine(b)
+	e := newEvalEngine(b)
 	in := callInput("search_contacts", alice)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -78,7 +105,7 @@ func BenchmarkDecideToolsCallCancelable(b *testing.B) {
 
 // BenchmarkDecideToolsList filters a six-tool tools/list result.
 func BenchmarkDecideToolsList(b *testing.B) {
-	e := newDefaultEngine(b)
+	e := newEvalEngine(b)
 	in := listInput("tools/list", alice, allTools...)
 	ctx := context.Background()
 	loop(b, func() {

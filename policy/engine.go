@@ -50,6 +50,11 @@ type Options struct {
 	// Registerer receives the metrics of DecisionLogs and Shadow; nil:
 	// not registered.
 	Registerer prometheus.Registerer
+	// NoDecisionMemo evaluates the policy for every Decide, even for an
+	// input equal to a recent one (memo.go; the memo is on by default for
+	// a policy that calls no time-, network- or randomness-dependent
+	// builtin).
+	NoDecisionMemo bool
 }
 
 // Engine evaluates data.mcpgate.decision. It is safe for concurrent use:
@@ -61,6 +66,7 @@ type Engine struct {
 	log          *slog.Logger
 	onReload     func(bool, error)
 	caches       *termCaches
+	noMemo       bool // Options.NoDecisionMemo
 
 	reloadMu sync.Mutex // serialises Reload
 	current  atomic.Pointer[policyVersion]
@@ -78,6 +84,7 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 		declarations: make(map[string]map[string]ToolDeclaration, len(o.Declarations)),
 		log:          o.Logger,
 		onReload:     o.OnReload,
+		noMemo:       o.NoDecisionMemo,
 	}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
@@ -180,7 +187,11 @@ func (e *Engine) Decide(ctx context.Context, in *Input) (*Decision, error) {
 		return e.fail(ctx, d, CodeInvalidInput, fmt.Errorf("%w: %w", ErrInvalidInput, err))
 	}
 	p := e.current.Load()
-	d, err = e.eval(ctx, p, d, in, input)
+	if p.memo != nil && !e.noMemo && memoable(in) {
+		d, err = e.memoEval(ctx, p, d, in, input)
+	} else {
+		d, err = e.eval(ctx, p, d, in, input)
+	}
 	if e.logs != nil || e.shadow != nil {
 		e.observe(in, input, p, d, err) // decisionlog.go: queued, off the hot path
 	}
@@ -222,6 +233,30 @@ func (e *Engine) eval(ctx context.Context, p *policyVersion, d *Decision, in *In
 	if err := readDecision(t, d); err != nil {
 		return e.fail(ctx, d, CodeInvalidDecision, err)
 	}
+	if in != nil { // nil from memoEval, which applies it itself
+		e.outOfBand(ctx, in, d)
+	}
+	return d, nil
+}
+
+// memoEval is eval through p's memo (memo.go): an input equal to one
+// evaluated before gets a copy of that decision, with d's ID and the
+// out-of-band rule applied again; a successful evaluation is remembered.
+// Failures are never remembered.
+func (e *Engine) memoEval(ctx context.Context, p *policyVersion, d *Decision, in *Input, input ast.Value) (*Decision, error) {
+	if err := ctx.Err(); err != nil {
+		return e.fail(ctx, d, CodePolicyError, fmt.Errorf("policy: evaluate: %w", err))
+	}
+	hash := input.Hash()
+	if p.memo.get(input, hash, d) {
+		e.outOfBand(ctx, in, d)
+		return d, nil
+	}
+	d, err := e.eval(ctx, p, d, nil, input) // nil: the out-of-band rule after put
+	if err != nil {
+		return d, err
+	}
+	p.memo.put(input, hash, d)
 	e.outOfBand(ctx, in, d)
 	return d, nil
 }

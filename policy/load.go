@@ -34,6 +34,9 @@ type policyVersion struct {
 	// bundle and revision name the OPA bundle this version came from
 	// ("" for dirs); decision logs carry them.
 	bundle, revision string
+	// memo remembers this version's recent decisions (memo.go); nil when
+	// the policy calls a builtin whose answer may change between calls.
+	memo *decisionMemo
 }
 
 // Check compiles the policies in dirs (the embedded default policy when
@@ -92,11 +95,15 @@ func compileVersion(ctx context.Context, modules map[string]*ast.Module, docs ma
 	if err != nil {
 		return nil, problems("prepare policy query", []error{err})
 	}
-	return &policyVersion{
+	pv := &policyVersion{
 		query:   pq,
 		modules: len(modules),
 		defined: len(compiler.GetRulesExact(decisionRef)) > 0,
-	}, nil
+	}
+	if deterministic(compiler) {
+		pv.memo = newDecisionMemo()
+	}
+	return pv, nil
 }
 
 // loadFiles parses the .rego files of dirs and merges their data files

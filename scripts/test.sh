@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite: static checks, Go tests (with -race for the gateway,
 # policy, config and store packages), Rego tests, promtool on /metrics, and
-# the MCP conformance suite directly and through mcpgate.
-# Installs what it needs when missing (npm packages; promtool if root).
+# the MCP conformance suite directly and through mcpgate, the approval page
+# in headless Chromium.
+# Installs what it needs when missing (npm packages; promtool, redis-server
+# and chromium if root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
@@ -21,10 +23,23 @@ if ! command -v redis-server >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends redis-server >/dev/null
 fi
 
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  step "installing chromium (Debian package, for the approval page's browser test)"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium >/dev/null
+fi
+if command -v npm >/dev/null 2>&1 && { [ ! -f e2e/browser/node_modules/playwright-core/package.json ] ||
+  [ e2e/browser/package-lock.json -nt e2e/browser/node_modules/.package-lock.json ]; }; then
+  step "installing playwright-core (npm ci in e2e/browser)"
+  (cd e2e/browser && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
 step "go test -race"
 # The Redis store tests start their own redis-server (store/redistest);
-# without it they would skip, which CI must not accept.
+# without it they would skip, which CI must not accept. The approval
+# page's browser test (Chromium + playwright-core) skips without them only
+# outside CI (CI set, or MCPGATE_REQUIRE_BROWSER=1: it fails).
 export MCPGATE_REQUIRE_REDIS=1
+export MCPGATE_CHROMIUM=${MCPGATE_CHROMIUM:-$(command -v chromium || echo /usr/bin/chromium)}
 go test -race -count=1 ./...
 
 if ! command -v promtool >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then

@@ -60,6 +60,12 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *extprocAddr != "" {
 		cfg.Listeners.ExtProc.Address = *extprocAddr
 	}
+	adminAddr, adminBase, err := demoProxyAddress(cfg.Listeners.Admin.Address)
+	if err != nil {
+		return fmt.Errorf("--admin: %w", err)
+	}
+	cfg.Listeners.Admin.Address = adminAddr
+	demoApprovals(cfg, adminBase)
 
 	dir, err := os.MkdirTemp("", "mcpgate-demo-")
 	if err != nil {
@@ -118,8 +124,10 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var minted []demoToken
 	setup := func(a *app.App) error {
 		var err error
-		minted, err = mintDemoTokens(ctx, a)
-		return err
+		if minted, err = mintDemoTokens(ctx, a); err != nil {
+			return err
+		}
+		return demoSignInLinks(a, minted)
 	}
 	return serve(ctx, cfg, log, stdout, setup, func(a *app.App) {
 		demoBanner(stdout, a, ln.Addr().String(), minted, id)
@@ -261,7 +269,38 @@ func demoPin(ctx context.Context, cfg *config.Config, id *demoIdentityParts, dir
 	return nil
 }
 
-type demoToken struct{ tenant, subject, secret string }
+type demoToken struct{ tenant, subject, secret, approvalLink string }
+
+// demoApprovals turns the approval page on for the demo: cancel_booking
+// (cancelling a customer's booking) is declared legally binding, so a
+// person approves it on the page (out of band) before confirm_action can
+// run it. The demo has no OpenID provider: DEMO ONLY, people sign in with
+// links the demo prints (config.Approvals.DemoSignIn cannot be set from a
+// file, so `mcpgate serve` never offers them).
+func demoApprovals(cfg *config.Config, adminBase string) {
+	for i := range cfg.Upstreams {
+		if d, ok := cfg.Upstreams[i].Tools[demo.ToolCancelBooking]; ok {
+			d.LegallyBinding = true
+			cfg.Upstreams[i].Tools[demo.ToolCancelBooking] = d
+		}
+	}
+	cfg.Approvals = &config.Approvals{BaseURL: adminBase, DemoSignIn: true}
+}
+
+// demoSignInLinks makes one demo sign-in link per demo person.
+func demoSignInLinks(a *app.App, minted []demoToken) error {
+	if a.Approvals == nil {
+		return nil
+	}
+	for i := range minted {
+		link, err := a.Approvals.DemoLogin(minted[i].tenant, minted[i].subject)
+		if err != nil {
+			return err
+		}
+		minted[i].approvalLink = link
+	}
+	return nil
+}
 
 // mintDemoTokens mints one gateway token per demo person, as a platform
 // admin would through the admin API.
@@ -273,7 +312,7 @@ func mintDemoTokens(ctx context.Context, a *app.App) ([]demoToken, error) {
 		if err != nil {
 			return nil, fmt.Errorf("demo token for %s: %w", person.subject, err)
 		}
-		out = append(out, demoToken{person.tenant, person.subject, c.Secret})
+		out = append(out, demoToken{tenant: person.tenant, subject: person.subject, secret: c.Secret})
 	}
 	return out, nil
 }
@@ -281,6 +320,11 @@ func mintDemoTokens(ctx context.Context, a *app.App) ([]demoToken, error) {
 func demoBanner(w io.Writer, a *app.App, upstream string, minted []demoToken, id *demoIdentityParts) {
 	for _, t := range minted {
 		fmt.Fprintf(w, "demo token: tenant=%s subject=%s token=%s\n", t.tenant, t.subject, t.secret)
+	}
+	for _, t := range minted {
+		if t.approvalLink != "" {
+			fmt.Fprintf(w, "demo approval sign-in (DEMO ONLY): tenant=%s subject=%s link=%s\n", t.tenant, t.subject, t.approvalLink)
+		}
 	}
 	fmt.Fprintf(w, "demo admin token: token=%s\n", id.adminToken)
 	fmt.Fprintf(w, "demo rights file: path=%s\n", id.rightsFile)
@@ -304,6 +348,11 @@ customers:read from alice) and repeat the call: it is refused with the reason.
 Manage tokens with the admin token:
 
   mcpgate tokens list --admin http://%s --token <admin token>
+
+Approve in your browser: cancel_booking is approved out of band. Call it
+(arguments {"booking_id":"B-1001"}); the preview carries approval_url. Open
+alice's sign-in link above, then the approval_url, and press Approve; then
+confirm_action runs it once. (gina lacks bookings:delete: she is refused.)
 
 Pull the rug: make the upstream change a tool's description after approval;
 within %s the tool is gone from tools/list and calls get tool_changed:

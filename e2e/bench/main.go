@@ -83,6 +83,7 @@ type options struct {
 	sseCap      int
 	staleness   string
 	floorTarget string
+	distinct    bool
 }
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
@@ -97,6 +98,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.IntVar(&o.sseEvent, "sse-event", 16<<10, "bytes of text in each progress event of the stream")
 	fs.IntVar(&o.sseCap, "sse-cap", 4<<20, "limits.max_sse_event_bytes of the gateway under test")
 	fs.StringVar(&o.staleness, "rights-staleness", "0s", "rights.max_staleness (0s as in the quickstart: the rights file is consulted on every call)")
+	fs.BoolVar(&o.distinct, "distinct-args", false, "give every call its own arguments, so the gateway's decision memo never answers (every call evaluates the policy)")
 	fs.StringVar(&o.floorTarget, "floor-upstream", "", "internal: run as the floor proxy in front of this upstream origin")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -277,14 +279,14 @@ func bench(ctx context.Context, o options, stdout io.Writer) error {
 		"proxy":   {g.Proxy + "/mcp", g.Pid(), g.Tokens},
 		"extproc": {"http://" + envLn.Addr().String() + "/mcp", g.Pid(), g.Tokens},
 	}
-	fmt.Fprintf(stdout, "machine: %d CPUs (GOMAXPROCS %d), %s; %d calls per run after %d warm-up calls\n",
-		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), o.calls, o.warmup)
+	fmt.Fprintf(stdout, "machine: %d CPUs (GOMAXPROCS %d), %s; %d calls per run after %d warm-up calls; distinct arguments per call: %v\n",
+		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), o.calls, o.warmup, o.distinct)
 	fmt.Fprintf(stdout, "gateway RSS after start: %s\n\n", rig.MiB(startMem.RSS))
 	var rows []row
 	for _, c := range o.conc {
 		for _, m := range o.modes {
 			t := targets[m]
-			lo := rig.LoadOptions{URL: t.url, Tokens: t.tokens, Concurrency: c}
+			lo := rig.LoadOptions{URL: t.url, Tokens: t.tokens, Concurrency: c, DistinctArgs: o.distinct}
 			lo.Calls = o.warmup
 			if w := rig.Load(ctx, lo); w.Failed > 0 {
 				fmt.Fprintf(stdout, "warning: %s c=%d warm-up: %d failed (%s)\n", m, c, w.Failed, w.FirstFail)

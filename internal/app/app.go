@@ -25,6 +25,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/extproc"
 	"github.com/mcpgate/mcpgate/gateway/proxy"
+	"github.com/mcpgate/mcpgate/internal/approval"
 	"github.com/mcpgate/mcpgate/internal/killswitch"
 	"github.com/mcpgate/mcpgate/internal/tokens"
 	"github.com/mcpgate/mcpgate/internal/tracing"
@@ -40,6 +41,9 @@ type App struct {
 	ProxyAddr   string // "" when the proxy listener is disabled
 	AdminAddr   string // "" when the admin listener is disabled
 	ExtProcAddr string // "" when the ext_proc listener is off; "unix:/path" for a socket
+	// Approvals is the approval page (config approvals), nil when off;
+	// the demo registers its sign-in links on it.
+	Approvals *approval.Page
 	// Tokens is the gateway token service, nil unless auth.gateway_tokens
 	// is configured (the demo mints its tokens with it).
 	Tokens *tokens.Service
@@ -179,6 +183,10 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 	writes := newWriteSafety(cfg, id, log)
 	if writes != nil {
 		writes.Sealer = sk.sealer
+	}
+	if a.Approvals, err = a.newApprovalPage(cfg, writes, decls, log); err != nil { // approval.go
+		id.close()
+		return nil, err
 	}
 	a.Pipeline = gateway.New(eng, gateway.Options{
 		Toolsets:         toolsets,
@@ -353,6 +361,9 @@ func (a *App) adminHandler() http.Handler {
 	if api := a.id.admin; api != nil {
 		mux.Handle("/v1/", api.Handler())
 	}
+	if a.Approvals != nil {
+		mux.Handle(approval.Prefix, a.Approvals.Handler())
+	}
 	return mux
 }
 
@@ -399,6 +410,9 @@ func (a *App) Shutdown(ctx context.Context) error {
 		}
 	}
 	a.wg.Wait()
+	if a.Approvals != nil {
+		a.Approvals.Close() // the webhook sender
+	}
 	a.Engine.Close(ctx) // bundle polling, decision logs (flushed), shadow
 	a.switches.Stop()   // before the store closes
 	a.id.close()

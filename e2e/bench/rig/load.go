@@ -45,6 +45,10 @@ type LoadOptions struct {
 	Concurrency int
 	Calls       int           // total calls, shared by the clients
 	Timeout     time.Duration // bound on one call (default 30s)
+	// DistinctArgs gives every call its own arguments ({"service":"db-<n>"})
+	// instead of the same {"service":"db"}: no two policy inputs are
+	// equal, so the gateway's decision memo never answers (policy/memo.go).
+	DistinctArgs bool
 }
 
 // LoadResult is what Load measured.
@@ -101,7 +105,11 @@ func Load(ctx context.Context, o LoadOptions) LoadResult {
 				}
 				cctx, cancel := context.WithTimeout(ctx, o.Timeout)
 				t0 := time.Now()
-				err := call(client, NewCall(cctx, o.URL, token, n, ToolGetStatus, `{"service":"db"}`))
+				args := `{"service":"db"}`
+				if o.DistinctArgs {
+					args = `{"service":"db-` + strconv.Itoa(n) + `"}`
+				}
+				err := call(client, NewCall(cctx, o.URL, token, n, ToolGetStatus, args))
 				d := time.Since(t0)
 				cancel()
 				if err != nil {

@@ -99,6 +99,12 @@ type Config struct {
 	// logs in and approves without asking, unless the request names another
 	// configured user in login_hint. Default: the first user.
 	AutoApproveUser string `json:"auto_approve_user,omitempty"`
+	// LoginForm makes the authorization endpoint show a sign-in page
+	// (PathLogin) where a person types or picks a configured user's subject
+	// and submits it, as in a browser; login_hint fills the field in.
+	// Default false: the request is approved without a page, for
+	// AutoApproveUser or the login_hint user.
+	LoginForm bool `json:"login_form,omitempty"`
 	// Clients are the registered OAuth clients.
 	Clients []Client `json:"clients"`
 	// Users are the people who can log in through the code flow.

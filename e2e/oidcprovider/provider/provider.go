@@ -28,7 +28,8 @@ const (
 	// PathStats returns the request counters as JSON (GET).
 	PathStats = "/admin/stats"
 	// PathLogin is where the authorization endpoint sends the browser; it
-	// logs in and approves without a page.
+	// logs in and approves without a page, or with Config.LoginForm shows
+	// a sign-in form that posts back to it (loginform.go).
 	PathLogin = "/login"
 	// PathASMetadata is the RFC 8414 authorization server metadata.
 	PathASMetadata = "/.well-known/oauth-authorization-server"
@@ -109,6 +110,7 @@ func New(cfg *Config) (*Provider, error) {
 	mux := http.NewServeMux()
 	mux.Handle("/", oidcHandler)
 	mux.HandleFunc("GET "+PathLogin, p.login)
+	mux.HandleFunc("POST "+PathLogin, p.loginSubmit)
 	mux.HandleFunc("GET "+PathASMetadata, p.asMetadata)
 	mux.HandleFunc("POST "+PathRotate, p.rotate)
 	mux.HandleFunc("GET "+PathStats, p.stats)
@@ -182,6 +184,10 @@ func (p *Provider) login(w http.ResponseWriter, r *http.Request) {
 	ar, err := p.store.AuthRequestByID(r.Context(), id)
 	if err != nil {
 		http.Error(w, "unknown auth request", http.StatusBadRequest)
+		return
+	}
+	if p.cfg.LoginForm {
+		p.showLoginForm(w, ar.(*authRequest), ar.(*authRequest).loginHint, "", http.StatusOK)
 		return
 	}
 	subject := p.cfg.AutoApproveUser

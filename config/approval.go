@@ -1,0 +1,274 @@
+package config
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mcpgate/mcpgate/policy"
+)
+
+// Defaults and bounds of the approvals section.
+const (
+	// DefaultApprovalSessionTTL is how long an approver stays signed in.
+	DefaultApprovalSessionTTL = "1h"
+	// MaxApprovalSessionTTL bounds approvals.session_ttl.
+	MaxApprovalSessionTTL = "24h"
+	// DefaultApprovalSubjectClaim is the ID token claim naming the person.
+	DefaultApprovalSubjectClaim = "sub"
+	// DefaultWebhookAttempts is how often one announcement is tried.
+	DefaultWebhookAttempts = 5
+	// MaxWebhookAttempts bounds approvals.webhook.max_attempts.
+	MaxWebhookAttempts = 10
+	// DefaultWebhookTimeout bounds one delivery attempt.
+	DefaultWebhookTimeout = "5s"
+	// MinWebhookSecretLen is the shortest HMAC key accepted (32 bytes, the
+	// size of the SHA-256 output, RFC 2104 section 3).
+	MinWebhookSecretLen = 32
+)
+
+// Approvals turns on mcpgate's approval page (issue 8): the page on the
+// admin listener, under /approvals/, where a person who holds the right
+// approves or rejects the pending actions the policy sends out of band
+// (decision approval "out_of_band"; always for tools declared moves_money
+// or legally_binding). It needs the store (pending actions), the rights
+// section (the approver's live rights are checked at approval time) and
+// the admin listener.
+type Approvals struct {
+	// BaseURL is the origin browsers reach the admin listener at, e.g.
+	// https://gw.example.com (no path, query or fragment). The approval
+	// link in previews is <base_url>/approvals/a/<id>; the OpenID
+	// redirect URI is <base_url>/approvals/callback. https is required
+	// except on loopback hosts; session cookies are Secure under https.
+	BaseURL string `yaml:"base_url"`
+	// OIDC is the OpenID provider approvers sign in with (authorization
+	// code with PKCE). Required.
+	OIDC *ApprovalOIDC `yaml:"oidc"`
+	// SessionTTL is how long a sign-in lasts. Default
+	// DefaultApprovalSessionTTL, at most MaxApprovalSessionTTL.
+	SessionTTL string `yaml:"session_ttl"`
+	// RequireSecondPerson: the person who asked for an action (its
+	// requester) may never approve it, whatever its effect class.
+	RequireSecondPerson bool `yaml:"require_second_person"`
+	// SecondPersonEffects applies the same rule to the listed effect
+	// classes only (read, silent_write, notify, wake, alerting, delete).
+	SecondPersonEffects []string `yaml:"second_person_effects"`
+	// Webhook announces every new out-of-band action; nil: off.
+	Webhook *ApprovalWebhook `yaml:"webhook"`
+
+	// DemoSignIn lets `mcpgate demo` print sign-in links instead of
+	// using an OpenID provider. Never read from a file.
+	DemoSignIn bool `yaml:"-" json:"-"`
+}
+
+// ApprovalOIDC is the approvers' OpenID provider.
+type ApprovalOIDC struct {
+	// Issuer is the issuer identifier (discovery at
+	// Issuer/.well-known/openid-configuration). https except on loopback.
+	Issuer string `yaml:"issuer"`
+	// ClientID is the page's own OAuth client (never an agent's).
+	// Required.
+	ClientID string `yaml:"client_id"`
+	// ClientSecret authenticates a confidential client; empty: a public
+	// client (PKCE only).
+	ClientSecret string `yaml:"client_secret"`
+	// Scopes asked for besides "openid" (always asked). Default none.
+	Scopes []string `yaml:"scopes"`
+	// TenantClaim names the claim with the approver's tenant, read from
+	// the ID token, else from the access token the same exchange
+	// returned. Default: tenant_claim of the auth.issuers entry with the
+	// same issuer. Required when no such entry names one.
+	TenantClaim string `yaml:"tenant_claim"`
+	// SubjectClaim names the claim with the person's subject, as rights
+	// are keyed. Default DefaultApprovalSubjectClaim.
+	SubjectClaim string `yaml:"subject_claim"`
+}
+
+// LogValue keeps the client secret out of logs.
+func (o ApprovalOIDC) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("issuer", o.Issuer), slog.String("client_id", o.ClientID),
+		slog.String("client_secret", redacted(o.ClientSecret)))
+}
+
+// String keeps the client secret out of formatted output.
+func (o ApprovalOIDC) String() string {
+	return fmt.Sprintf("{Issuer:%s ClientID:%s ClientSecret:%s}", o.Issuer, o.ClientID, redacted(o.ClientSecret))
+}
+
+// ApprovalWebhook is where new out-of-band actions are announced: a JSON
+// POST signed with HMAC-SHA256 (header X-Mcpgate-Signature), retried with
+// backoff.
+type ApprovalWebhook struct {
+	// URL receives the announcements. https except on loopback. Required.
+	URL string `yaml:"url"`
+	// Secret is the HMAC-SHA256 key, at least MinWebhookSecretLen bytes.
+	// Required.
+	Secret string `yaml:"secret"`
+	// MaxAttempts is how often one announcement is tried (first try
+	// included). Default DefaultWebhookAttempts, at most
+	// MaxWebhookAttempts.
+	MaxAttempts int `yaml:"max_attempts"`
+	// Timeout bounds one attempt. Default DefaultWebhookTimeout.
+	Timeout string `yaml:"timeout"`
+}
+
+// LogValue keeps the secret out of logs.
+func (w ApprovalWebhook) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("url", w.URL), slog.String("secret", redacted(w.Secret)))
+}
+
+// String keeps the secret out of formatted output.
+func (w ApprovalWebhook) String() string {
+	return fmt.Sprintf("{URL:%s Secret:%s}", w.URL, redacted(w.Secret))
+}
+
+// SessionTTLDuration is session_ttl as a duration (the default when
+// unset).
+func (a *Approvals) SessionTTLDuration() time.Duration {
+	return durationOr(a.SessionTTL, DefaultApprovalSessionTTL)
+}
+
+// MaxAttemptsOrDefault is max_attempts, or DefaultWebhookAttempts.
+func (w *ApprovalWebhook) MaxAttemptsOrDefault() int {
+	if w.MaxAttempts <= 0 {
+		return DefaultWebhookAttempts
+	}
+	return w.MaxAttempts
+}
+
+// TimeoutDuration is timeout as a duration (the default when unset).
+func (w *ApprovalWebhook) TimeoutDuration() time.Duration {
+	return durationOr(w.Timeout, DefaultWebhookTimeout)
+}
+
+// ApprovalTenantClaim is the tenant claim approvers' tokens are read
+// with: approvals.oidc.tenant_claim, else that of the auth.issuers entry
+// with the same issuer; "" when neither names one.
+func (c *Config) ApprovalTenantClaim() string {
+	a := c.Approvals
+	if a == nil || a.OIDC == nil {
+		return ""
+	}
+	if a.OIDC.TenantClaim != "" {
+		return a.OIDC.TenantClaim
+	}
+	if c.Auth != nil {
+		for _, is := range c.Auth.Issuers {
+			if strings.TrimSuffix(is.Issuer, "/") == strings.TrimSuffix(a.OIDC.Issuer, "/") && is.TenantClaim != "" {
+				return is.TenantClaim
+			}
+		}
+	}
+	return ""
+}
+
+// SubjectClaimOrDefault is subject_claim, or DefaultApprovalSubjectClaim.
+func (o *ApprovalOIDC) SubjectClaimOrDefault() string {
+	if o.SubjectClaim == "" {
+		return DefaultApprovalSubjectClaim
+	}
+	return o.SubjectClaim
+}
+
+var approvalEffects = []string{policy.EffectRead, policy.EffectSilentWrite, policy.EffectNotify, policy.EffectWake, policy.EffectAlerting, policy.EffectDelete}
+
+func (c *Config) validateApprovals(p *problems) {
+	a := c.Approvals
+	if a == nil {
+		return
+	}
+	checkPageURL(p, "approvals.base_url", a.BaseURL, true)
+	if c.Store == nil {
+		p.add("approvals", "the approval page needs the store section: pending actions live there")
+	}
+	if c.Rights == nil {
+		p.add("approvals", "the approval page needs the rights section: an approver's live rights are checked when they approve")
+	}
+	if c.Listeners.Admin.Disabled {
+		p.add("approvals", "the approval page is served on the admin listener, which is disabled")
+	}
+	switch {
+	case a.OIDC == nil && !a.DemoSignIn:
+		p.add("approvals.oidc", "required: approvers sign in with an OpenID provider (issuer, client_id)")
+	case a.OIDC != nil:
+		o := a.OIDC
+		checkPageURL(p, "approvals.oidc.issuer", o.Issuer, false)
+		if o.ClientID == "" {
+			p.add("approvals.oidc.client_id", "required: the approval page's own OAuth client")
+		}
+		if c.ApprovalTenantClaim() == "" {
+			p.add("approvals.oidc.tenant_claim", "required: no auth.issuers entry for %q names a tenant_claim", o.Issuer)
+		}
+		for i, s := range o.Scopes {
+			if s == "" || strings.ContainsAny(s, " \t\r\n\"\\") {
+				p.add(fmt.Sprintf("approvals.oidc.scopes[%d]", i), "%q is not a scope token (RFC 6749 section 3.3)", s)
+			}
+		}
+	}
+	if s := a.SessionTTL; s != "" {
+		d, err := time.ParseDuration(s)
+		maxD, _ := time.ParseDuration(MaxApprovalSessionTTL)
+		if err != nil || d < time.Minute || d > maxD {
+			p.add("approvals.session_ttl", "%q is not a duration from 1m to %s", s, MaxApprovalSessionTTL)
+		}
+	}
+	for i, e := range a.SecondPersonEffects {
+		if !slices.Contains(approvalEffects, e) {
+			p.add(fmt.Sprintf("approvals.second_person_effects[%d]", i), "%q is not an effect class (one of %s)", e, strings.Join(approvalEffects, ", "))
+		}
+	}
+	if w := a.Webhook; w != nil {
+		checkPageURL(p, "approvals.webhook.url", w.URL, false)
+		if len(w.Secret) < MinWebhookSecretLen {
+			p.add("approvals.webhook.secret", "required: an HMAC key of at least %d bytes (e.g. openssl rand -hex 32)", MinWebhookSecretLen)
+		}
+		if w.MaxAttempts < 0 || w.MaxAttempts > MaxWebhookAttempts {
+			p.add("approvals.webhook.max_attempts", "%d is not from 1 to %d", w.MaxAttempts, MaxWebhookAttempts)
+		}
+		if s := w.Timeout; s != "" {
+			if d, err := time.ParseDuration(s); err != nil || d <= 0 || d > time.Minute {
+				p.add("approvals.webhook.timeout", "%q is not a duration above 0s and at most 1m", s)
+			}
+		}
+	}
+}
+
+// checkPageURL checks an http(s) URL: https unless the host is loopback,
+// no credentials, query or fragment; originOnly also refuses a path.
+func checkPageURL(p *problems, path, s string, originOnly bool) {
+	if s == "" {
+		p.add(path, "required")
+		return
+	}
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		p.add(path, "%q is not a URL", s)
+	case u.Scheme != "https" && u.Scheme != "http":
+		p.add(path, "%q must start with https://", s)
+	case u.Host == "":
+		p.add(path, "%q has no host", s)
+	case u.User != nil:
+		p.add(path, "the URL must not carry credentials")
+	case u.RawQuery != "" || u.Fragment != "":
+		p.add(path, "%q must have no query or fragment", s)
+	case originOnly && u.Path != "" && u.Path != "/":
+		p.add(path, "%q must be an origin (scheme, host, port) without a path", s)
+	case u.Scheme == "http" && !loopbackHost(u.Hostname()):
+		p.add(path, "%q: http is allowed on loopback hosts only; use https", s)
+	}
+}
+
+func loopbackHost(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	if ip := net.ParseIP(h); ip != nil {
+		return ip.IsLoopback()
+	}
+	return false
+}

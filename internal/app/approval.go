@@ -1,0 +1,45 @@
+package app
+
+import (
+	"log/slog"
+
+	"github.com/mcpgate/mcpgate/config"
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/internal/approval"
+	"github.com/mcpgate/mcpgate/policy"
+)
+
+// newApprovalPage builds the approval page (config approvals; served on
+// the admin listener under /approvals/) and hooks it into write safety:
+// previews of out-of-band actions carry its link, and new ones are
+// announced on its webhook. nil when approvals is off.
+func (a *App) newApprovalPage(cfg *config.Config, writes *gateway.WriteSafety, decls map[string]map[string]policy.ToolDeclaration, log *slog.Logger) (*approval.Page, error) {
+	c := cfg.Approvals
+	if c == nil || writes == nil {
+		return nil, nil
+	}
+	o := approval.Options{
+		BaseURL: c.BaseURL, DemoSignIn: c.DemoSignIn, Actions: writes.Actions, Rights: a.id.rights,
+		ToolRights: func(upstream, tool string) ([]string, bool) {
+			d, ok := decls[upstream][tool]
+			return d.Rights, ok
+		},
+		Sealer: a.sealing.sealer, Audit: a.id.audit, SessionTTL: c.SessionTTLDuration(),
+		RequireSecondPerson: c.RequireSecondPerson, SecondPersonEffects: c.SecondPersonEffects,
+		Registerer: a.Registry, Logger: log.With("component", "approval-page"),
+	}
+	if oc := c.OIDC; oc != nil {
+		o.OIDC = &approval.OIDC{Issuer: oc.Issuer, ClientID: oc.ClientID, ClientSecret: oc.ClientSecret, Scopes: oc.Scopes,
+			TenantClaim: cfg.ApprovalTenantClaim(), SubjectClaim: oc.SubjectClaimOrDefault()}
+	}
+	if w := c.Webhook; w != nil {
+		o.Webhook = &approval.WebhookOptions{URL: w.URL, Secret: []byte(w.Secret), MaxAttempts: w.MaxAttemptsOrDefault(), Timeout: w.TimeoutDuration()}
+	}
+	p, err := approval.New(o)
+	if err != nil {
+		return nil, err
+	}
+	writes.ApprovalURL = p.Link
+	writes.OnPending = p.Announce
+	return p, nil
+}
