@@ -93,12 +93,34 @@ type elicitState struct {
 // person through input_required: a sealer is configured, the person
 // approves in the client, and the request declares form elicitation under
 // revision 2026-07-28 or later.
+//
+// An out-of-band action (approved on the approval page) is asked through
+// URL-mode elicitation instead, when the client declares it and the
+// approval page is on: the request carries the page's link, and the retry
+// runs the action once a person approved it there (issue 8).
 func (p *Pipeline) elicitsConfirmation(x *Exchange, approval string) bool {
 	w := p.opts.Writes
-	if w == nil || w.Sealer == nil || approval != ApprovalClient || x.version < mcp.Version20260728 {
+	if w == nil || w.Sealer == nil || x.version < mcp.Version20260728 {
 		return false
 	}
-	return declaresFormElicitation(x.msg.Meta.ClientCapabilities)
+	switch approval {
+	case ApprovalClient:
+		return declaresFormElicitation(x.msg.Meta.ClientCapabilities)
+	case ApprovalOutOfBand:
+		return w.ApprovalURL != nil && declaresURLElicitation(x.msg.Meta.ClientCapabilities)
+	}
+	return false
+}
+
+// declaresURLElicitation reports whether client capabilities declare
+// elicitation with URL mode (an "elicitation" object with a "url" member).
+func declaresURLElicitation(caps []byte) bool {
+	el, ok, err := member(caps, "elicitation")
+	if err != nil || !ok || el.Kind() != '{' {
+		return false
+	}
+	_, url, _ := member(el, "url")
+	return url
 }
 
 // declaresFormElicitation reports whether client capabilities declare
@@ -141,6 +163,23 @@ func (p *Pipeline) inputRequired(x *Exchange, a store.Action) ([]byte, error) {
 	sealed, err := p.opts.Writes.Sealer.Seal(requestStatePurpose, plain)
 	if err != nil {
 		return nil, err
+	}
+	if a.Approval == ApprovalOutOfBand {
+		link := p.opts.Writes.ApprovalURL(a.ID)
+		return json.Marshal(map[string]any{
+			"resultType": "input_required",
+			"inputRequests": map[string]any{ElicitInputKey: map[string]any{
+				"method": "elicitation/create",
+				"params": map[string]any{
+					"mode":          "url",
+					"elicitationId": a.ID[:32],
+					"url":           link,
+					"message": "A person who holds the right for this action must approve it on the approval page: " + a.Summary +
+						". Nothing is sent until then. It expires at " + a.ExpiresAt.UTC().Format(time.RFC3339) + ".",
+				},
+			}},
+			"requestState": sealed,
+		}, json.Deterministic(true))
 	}
 	message := "Approve this action? " + a.Summary + ". Nothing is sent unless you approve. This request expires at " + a.ExpiresAt.UTC().Format(time.RFC3339) + "."
 	return json.Marshal(map[string]any{
@@ -228,6 +267,11 @@ func (p *Pipeline) elicitRetry(ctx context.Context, x *Exchange, body *[]byte) *
 		return l
 	}
 	answer, problem := elicitAnswer(x.msg.Params)
+	if a.Approval == ApprovalOutOfBand && problem == "" && answer != "cancel" && (answer != "decline" || elicitAction(x.msg.Params) == "accept") {
+		// URL mode: "accept" says the person went to the page; whether
+		// the action runs is what they decided there (its state).
+		answer = "approve"
+	}
 	if problem != "" {
 		return toolRefusal(x, "input_response_invalid", "The retry does not carry the person's answer to the approval request: "+problem+"; nothing was sent.",
 			"Show the approval request to the user and retry with their answer in inputResponses[\""+ElicitInputKey+"\"] and the same requestState.", "")
@@ -263,12 +307,18 @@ func elicitStateRefusal(x *Exchange, a store.Action, now time.Time) *Local {
 		return toolRefusal(x, "action_rejected", "This action was rejected at "+fmtTime(a.DecidedAt)+"; it will not run.", "Do not call it again unless the user asks for it anew.", "")
 	case store.ActionSuperseded:
 		return toolRefusal(x, "request_state_superseded", "A newer approval request replaced this one (the tool changed).", again, a.Tool)
-	case store.ActionPending:
+	case store.ActionPending, store.ActionApproved:
 		if now.After(a.ExpiresAt) {
 			return toolRefusal(x, "request_state_expired", "This approval request expired at "+fmtTime(a.ExpiresAt)+"; nothing was sent.", again, a.Tool)
 		}
-		if a.Approval == ApprovalClient {
+		switch {
+		case a.State == store.ActionPending && a.Approval == ApprovalClient:
 			return nil
+		case a.State == store.ActionApproved && a.Approval == ApprovalOutOfBand:
+			return nil
+		case a.State == store.ActionPending && a.Approval == ApprovalOutOfBand:
+			return toolRefusal(x, "approval_pending", "A person who holds the right for this action has not approved it on the approval page yet; nothing was sent.",
+				"Ask the user to approve it at the link they were given, then retry this same call with the same requestState in 60 seconds.", "")
 		}
 	}
 	return toolRefusal(x, "request_state_invalid", "This action cannot be approved in the client (state "+a.State+", approval "+a.Approval+").", again, a.Tool)
@@ -383,4 +433,16 @@ func (p *Pipeline) startElicited(ctx context.Context, x *Exchange, d *policy.Dec
 	}
 	x.confirming = &a
 	return p.startConfirmed(ctx, x, d)
+}
+
+// elicitAction is the action ("accept", "decline", "cancel") of the
+// person's answer in the retry's inputResponses[ElicitInputKey].
+func elicitAction(params []byte) string {
+	ir, _, _ := member(params, "inputResponses")
+	res, _, _ := member(ir, ElicitInputKey)
+	var r struct {
+		Action string `json:"action"`
+	}
+	_ = json.Unmarshal(res, &r)
+	return r.Action
 }

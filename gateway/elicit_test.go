@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/internal/sealing"
+	"github.com/mcpgate/mcpgate/store"
 )
 
 // Confirmation through input_required with a sealed requestState, on a
@@ -276,4 +277,67 @@ func TestElicitUpstreamStatePassesThrough(t *testing.T) {
 		t.Errorf("the upstream's requestState was changed: %s", v.Body)
 	}
 	answer(t, x, 200, `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"ok"}]}}`)
+}
+
+// TestElicitOutOfBandURL: an action that must be approved out of band
+// (legally binding), for a client declaring URL-mode elicitation, is asked
+// through input_required with the approval page's link; the retry runs it
+// only once a person approved it there, and only once (issue 8).
+func TestElicitOutOfBandURL(t *testing.T) {
+	ctx := context.Background()
+	ks, err := sealing.GenerateKeySet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var actions store.ActionStore
+	p := newWritePipeline(t, writeCatalog(), func(w *gateway.WriteSafety) {
+		w.Sealer = sealing.NewSealer(ks)
+		w.ApprovalURL = func(id string) string { return "https://gw.example/approvals/a/" + id }
+		actions = w.Actions
+	}, nil)
+	const urlCaps = `{"elicitation":{"url":{}}}`
+	args := `{"text":"contract 7"}`
+	_, v := p.HandleRequest(ctx, elicitCall("good-", "1", "sign_contract", args, "", urlCaps))
+	var ir struct {
+		Result struct {
+			ResultType    string `json:"resultType"`
+			RequestState  string `json:"requestState"`
+			InputRequests map[string]struct {
+				Params struct{ Mode, URL string } `json:"params"`
+			} `json:"inputRequests"`
+		} `json:"result"`
+	}
+	if v.Local == nil || json.Unmarshal(v.Local.Body, &ir) != nil || ir.Result.ResultType != "input_required" {
+		t.Fatalf("no input_required: %+v", v.Local)
+	}
+	req := ir.Result.InputRequests[gateway.ElicitInputKey].Params
+	id, ok := strings.CutPrefix(req.URL, "https://gw.example/approvals/a/")
+	if req.Mode != "url" || !ok || id == "" {
+		t.Fatalf("elicitation %+v", req)
+	}
+	accepted := retryParams(ir.Result.RequestState, `{"action":"accept"}`)
+	_, v = p.HandleRequest(ctx, elicitCall("good-", "2", "sign_contract", args, accepted, urlCaps))
+	if a := decodeAnswer(t, v); code(t, a) != "approval_pending" {
+		t.Fatalf("before approval: %s", v.Local.Body)
+	}
+	if _, err := actions.TransitionAction(ctx, id, store.ActionPending, store.ActionUpdate{State: store.ActionApproved, DecidedBy: "olivia", DecidedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	x, v := p.HandleRequest(ctx, elicitCall("good-", "3", "sign_contract", args, accepted, urlCaps))
+	if v.Local != nil {
+		t.Fatalf("approved action not forwarded: %s", v.Local.Body)
+	}
+	if strings.Contains(string(v.Body), "requestState") || strings.Contains(string(v.Body), gateway.ElicitInputKey) {
+		t.Errorf("mcpgate's state reached the upstream: %s", v.Body)
+	}
+	answer(t, x, 200, `{"jsonrpc":"2.0","id":3,"result":{"content":[],"structuredContent":{"signed":true}}}`)
+	_, v = p.HandleRequest(ctx, elicitCall("good-", "4", "sign_contract", args, accepted, urlCaps))
+	if a := decodeAnswer(t, v); code(t, a) != "request_state_used" {
+		t.Errorf("second retry: %s", v.Local.Body)
+	}
+	// A client without URL mode gets the confirm_token preview with the link.
+	_, v = p.HandleRequest(ctx, elicitCall("good-", "5", "sign_contract", `{"text":"contract 8"}`, "", elicitCaps))
+	if v.Local == nil || !strings.Contains(string(v.Local.Body), `"approval_url":"https://gw.example/approvals/a/`) {
+		t.Errorf("form-only client: %+v", v.Local)
+	}
 }

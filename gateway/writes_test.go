@@ -30,6 +30,7 @@ var writeDecls = map[string]map[string]policy.ToolDeclaration{"demo": {
 	"get_note":       {Effect: policy.EffectRead},
 	"get_report":     {Effect: policy.EffectRead, Expensive: true},
 	"page_someone":   {Effect: policy.EffectWake},
+	"sign_contract":  {Effect: policy.EffectNotify, LegallyBinding: true},
 }}
 
 func writeCatalog() *staticCatalog {
@@ -42,6 +43,7 @@ func writeCatalog() *staticCatalog {
 		{Name: "get_note", Hash: "g1", State: policy.CatalogApproved, InputSchema: obj},
 		{Name: "get_report", Hash: "r1", State: policy.CatalogApproved, InputSchema: obj},
 		{Name: "page_someone", Hash: "p1", State: policy.CatalogApproved, InputSchema: obj},
+		{Name: "sign_contract", Hash: "s1", State: policy.CatalogApproved, InputSchema: obj},
 	}}
 }
 
