@@ -291,7 +291,9 @@ func toolRefusal(x *Exchange, code, cause, fix, next string) *Local {
 // caller's connection; any other token reads as unknown (nothing learnt).
 func (p *Pipeline) ownAction(ctx context.Context, x *Exchange, token string) (store.Action, *Local) {
 	a, err := p.opts.Writes.Actions.Action(ctx, confirmTokenID(token))
-	if err == nil && a.Connection == connectionOf(&x.input.Principal) {
+	// The same connection and the same upstream route: an action
+	// previewed on one upstream is never sent to another.
+	if err == nil && a.Connection == connectionOf(&x.input.Principal) && a.Upstream == x.req.Upstream {
 		return a, nil
 	}
 	if err != nil && !errors.Is(err, store.ErrNotFound) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/internal/sealing"
+	"github.com/mcpgate/mcpgate/ratelimit"
 	"github.com/mcpgate/mcpgate/store"
 )
 
@@ -339,5 +340,34 @@ func TestElicitOutOfBandURL(t *testing.T) {
 	_, v = p.HandleRequest(ctx, elicitCall("good-", "5", "sign_contract", `{"text":"contract 8"}`, "", elicitCaps))
 	if v.Local == nil || !strings.Contains(string(v.Local.Body), `"approval_url":"https://gw.example/approvals/a/`) {
 		t.Errorf("form-only client: %+v", v.Local)
+	}
+}
+
+// TestElicitedApprovalTakesBuckets: an action approved through
+// input_required takes from the rate buckets like one confirmed with
+// confirm_action (the preview took nothing).
+func TestElicitedApprovalTakesBuckets(t *testing.T) {
+	ctx := context.Background()
+	ks, err := sealing.GenerateKeySet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := &gateway.Limits{Limiter: ratelimit.NewMemory(0), Buckets: map[string]ratelimit.Limit{
+		"writes": {Rate: 100, Period: time.Hour, Burst: 100}, "notify": {Rate: 1, Period: time.Hour, Burst: 1}}}
+	p := newWritePipeline(t, writeCatalog(), func(w *gateway.WriteSafety) { w.Sealer = sealing.NewSealer(ks) }, lim)
+	for i, text := range []string{"first", "second"} {
+		args := `{"text":"` + text + `"}`
+		ir := askApproval(t, p, elicitCall("good-", "1", "email_customer", args, "", elicitCaps))
+		x, v := p.HandleRequest(ctx, elicitCall("good-", "2", "email_customer", args, retryParams(ir.Result.RequestState, approve), elicitCaps))
+		if i == 0 {
+			if v.Local != nil {
+				t.Fatalf("first approved call: %s", v.Local.Body)
+			}
+			answer(t, x, 200, `{"jsonrpc":"2.0","id":2,"result":{"content":[],"structuredContent":{"sent":true}}}`)
+			continue
+		}
+		if a := decodeAnswer(t, v); code(t, a) != "rate_limited" {
+			t.Errorf("second approved call over the notify bucket: %s", v.Local.Body)
+		}
 	}
 }

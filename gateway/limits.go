@@ -87,7 +87,10 @@ func (p *Pipeline) limitsGate(ctx context.Context, x *Exchange, d *policy.Decisi
 		}
 	}
 	write := d.Effect != "" && d.Effect != policy.EffectRead
-	if l.Slots != nil {
+	// The concurrency cap is per credential: an anonymous caller (no auth
+	// section) has none to hold slots for, and every anonymous client
+	// would share one.
+	if l.Slots != nil && x.input.Principal.Authenticated {
 		release, ok := l.Slots.Acquire(conn, write)
 		if !ok {
 			x.outcome = OutcomeDeny
@@ -100,7 +103,7 @@ func (p *Pipeline) limitsGate(ctx context.Context, x *Exchange, d *policy.Decisi
 	// A preview reaches nobody, and a repeat answered from the replay
 	// window runs nothing: only calls that will run take from the
 	// buckets (a silent write takes once it won its replay claim).
-	preview := d.Confirm && x.confirming == nil
+	preview := d.Confirm && x.confirming == nil && x.elicit == nil
 	replay := d.Replay && !d.Confirm && p.opts.Writes != nil
 	if !preview && !replay {
 		if l := p.takeBuckets(ctx, x, d); l != nil {

@@ -216,7 +216,9 @@ func (x *Exchange) taskAnswer(result jsontext.Value) (out []byte, done bool, err
 		// A write started as a task is settled with its handle.
 		switch {
 		case err != nil:
-			x.settle(nil)
+			// The upstream accepted the call (it answered with a task):
+			// its outcome is unknown to the client, never "not run".
+			x.abandon()
 		case out != nil:
 			x.settle(out)
 		default:

@@ -469,3 +469,35 @@ func TestReadsWhenLimiterUnavailable(t *testing.T) {
 		}
 	}
 }
+
+// TestConfirmedCallNotSent: a confirmed call the upstream refused (4xx:
+// nothing ran) can be confirmed again; a confirm_token is only good on
+// the upstream route it was previewed on.
+func TestConfirmedCallNotSent(t *testing.T) {
+	ctx := context.Background()
+	p := newWritePipeline(t, writeCatalog(), nil, nil)
+	_, v := p.HandleRequest(ctx, toolCall("1", "email_customer", `{"text":"again"}`))
+	token, summary := previewOf(t, v)
+
+	other := toolCall("2", "confirm_action", confirmArgs(token, summary))
+	other.Upstream = "other"
+	_, v = p.HandleRequest(ctx, other)
+	if a := decodeAnswer(t, v); code(t, a) != "confirm_token_unknown" {
+		t.Errorf("confirmed on another upstream: %s", v.Local.Body)
+	}
+
+	x, v := p.HandleRequest(ctx, toolCall("3", "confirm_action", confirmArgs(token, summary)))
+	if v.Local != nil {
+		t.Fatalf("confirmation refused: %s", v.Local.Body)
+	}
+	answer(t, x, 429, "")
+	x, v = p.HandleRequest(ctx, toolCall("4", "confirm_action", confirmArgs(token, summary)))
+	if v.Local != nil {
+		t.Fatalf("a call the upstream refused cannot be confirmed again: %s", v.Local.Body)
+	}
+	answer(t, x, 200, `{"jsonrpc":"2.0","id":4,"result":{"content":[],"structuredContent":{"sent":true}}}`)
+	_, v = p.HandleRequest(ctx, toolCall("5", "confirm_action", confirmArgs(token, summary)))
+	if a := decodeAnswer(t, v); code(t, a) != "confirm_token_used" {
+		t.Errorf("after it ran: %s", v.Local.Body)
+	}
+}

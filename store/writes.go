@@ -194,9 +194,13 @@ const (
 // transitions lists, per state, the states an action may move to. Executed,
 // rejected, failed and superseded are final.
 var transitions = map[string][]string{
-	ActionPending:   {ActionApproved, ActionExecuting, ActionRejected, ActionSuperseded, ActionFailed},
-	ActionApproved:  {ActionExecuting, ActionRejected, ActionSuperseded, ActionFailed},
-	ActionExecuting: {ActionExecuted, ActionFailed},
+	ActionPending:  {ActionApproved, ActionExecuting, ActionRejected, ActionSuperseded, ActionFailed},
+	ActionApproved: {ActionExecuting, ActionRejected, ActionSuperseded, ActionFailed},
+	// Back to pending/approved: the holder of the lock found the call was
+	// never sent (the upstream could not be reached, refused it with a
+	// 4xx, or the gateway could not sign its assertion): it may be
+	// confirmed again.
+	ActionExecuting: {ActionExecuted, ActionFailed, ActionPending, ActionApproved},
 }
 
 // ValidActionState reports whether s is one of the Action states.

@@ -308,14 +308,18 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 		pr.Out.Header.Set("Content-Length", strconv.Itoa(len(body)))
 		pr.Out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	}
-	if st.v.Deadline > 0 {
-		ctx, cancel := context.WithTimeoutCause(pr.Out.Context(), st.v.Deadline, errToolDeadline)
-		pr.Out, st.cancel, st.deadline = pr.Out.WithContext(ctx), cancel, ctx
-	}
 	if st.v.Detach {
 		// A write whose outcome is recorded: the client going away must
 		// not cancel it upstream (finishBody reads its answer to the end).
+		// Its own deadline (below) still bounds it. Go's transport must
+		// never send it twice on its own (a POST with GetBody and an
+		// Idempotency-Key header counts as replayable there).
 		pr.Out = pr.Out.WithContext(context.WithoutCancel(pr.Out.Context()))
+		pr.Out.GetBody = nil
+	}
+	if st.v.Deadline > 0 {
+		ctx, cancel := context.WithTimeoutCause(pr.Out.Context(), st.v.Deadline, errToolDeadline)
+		pr.Out, st.cancel, st.deadline = pr.Out.WithContext(ctx), cancel, ctx
 	}
 	st.sent = time.Now()
 }
