@@ -176,23 +176,33 @@ type Options struct {
 }
 
 // Pipeline runs the gates of ARCHITECTURE.md on each message.
+//
+// The settings a configuration reload may change live in a snapshot: a
+// Pipeline value built from one Options (Reconfigure). HandleRequest loads
+// the current snapshot once (one atomic load) and the whole exchange, its
+// response phase included, runs on it, so a request sees the old or the
+// new settings, never a mix. The state that outlives a snapshot (the
+// decider, the open notification streams, the loop brake's runs) is
+// shared by every snapshot through pointers.
 type Pipeline struct {
 	opts    Options
-	decider atomic.Pointer[deciderBox]
+	decider *atomic.Pointer[deciderBox]
+	// cur is the current snapshot, shared by every snapshot.
+	cur     *atomic.Pointer[Pipeline]
 	origins map[string]bool
 	// tenantArgs are the lower-case tenant-like argument names.
 	tenantArgs map[string]bool
 	log        *slog.Logger
 	m          *Metrics
 	schemas    schemaCache
-	loops      loopBrake
+	loops      *loopBrake
 	// textShaper shapes resources/read results (secret names, untrusted
 	// text); secretShaper drops the secret names from the results of
 	// undeclared tools (nil without secret names).
 	textShaper, secretShaper *shape.Shaper
 	// lists are the open notification streams (listchanged.go);
 	// resTenants the compiled ResourceTenants (resources.go).
-	lists      listHub
+	lists      *listHub
 	resTenants resourceTenants
 }
 
@@ -200,6 +210,34 @@ type deciderBox struct{ Decider }
 
 // New returns a pipeline deciding with d.
 func New(d Decider, o Options) *Pipeline {
+	p := build(o)
+	p.decider, p.cur = new(atomic.Pointer[deciderBox]), new(atomic.Pointer[Pipeline])
+	p.loops, p.lists = new(loopBrake), new(listHub)
+	p.decider.Store(&deciderBox{d})
+	p.cur.Store(p)
+	return p
+}
+
+// Reconfigure swaps in o (a configuration reload): requests that start
+// after it returns run with o; requests in flight finish with the settings
+// they started with. o replaces every option, so callers start from
+// Options() and change the parts that may change at run time
+// (internal/app/reload.go): Declarations, MaxJSONDepth, MaxSSEEventBytes,
+// TenantArguments, SecretNames, Toolsets, Limits and Writes. The decider,
+// the open notification streams and the loop brake's runs are kept; the
+// caches of compiled schemas and result shapers start empty.
+func (p *Pipeline) Reconfigure(o Options) {
+	n := build(o)
+	n.decider, n.cur, n.loops, n.lists = p.decider, p.cur, p.loops, p.lists
+	p.cur.Store(n)
+}
+
+// Options returns the options of the current snapshot (a shallow copy:
+// its maps and pointers are shared and must not be mutated).
+func (p *Pipeline) Options() Options { return p.cur.Load().opts }
+
+// build compiles o into a snapshot without its shared state.
+func build(o Options) *Pipeline {
 	p := &Pipeline{opts: o, log: o.Logger, m: o.Metrics, origins: map[string]bool{}}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
@@ -211,7 +249,6 @@ func New(d Decider, o Options) *Pipeline {
 	for _, origin := range o.AllowedOrigins {
 		p.origins[strings.ToLower(strings.TrimSuffix(origin, "/"))] = true
 	}
-	p.decider.Store(&deciderBox{d})
 	rt, err := compileResourceTenants(o.ResourceTenants)
 	if err != nil {
 		// Validated at load (config); a pattern that slips through is
@@ -389,6 +426,7 @@ func (p *Pipeline) metadata(path string) ([]byte, bool) {
 // JSON-RPC shape, known method, MCP headers, authentication (when an
 // Authenticator is set), then the policy decision.
 func (p *Pipeline) HandleRequest(ctx context.Context, r *Request) (*Exchange, Verdict) {
+	p = p.cur.Load() // the settings this exchange runs with, start to end
 	x := &Exchange{ctx: ctx, p: p, req: r, start: time.Now(), label: LabelNone}
 	if p.opts.Tracer != nil {
 		ctx = p.startTrace(x)

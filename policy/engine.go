@@ -65,8 +65,8 @@ type Engine struct {
 	declarations map[string]map[string]ToolDeclaration
 	log          *slog.Logger
 	onReload     func(bool, error)
-	caches       *termCaches
-	noMemo       bool // Options.NoDecisionMemo
+	caches       atomic.Pointer[termCaches] // swapped by SetDeclarations
+	noMemo       bool                       // Options.NoDecisionMemo
 
 	reloadMu sync.Mutex // serialises Reload
 	current  atomic.Pointer[policyVersion]
@@ -97,7 +97,7 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 	if len(errs) > 0 {
 		return nil, problems("invalid tool declarations", errs)
 	}
-	e.caches = newTermCaches(e.declarations)
+	e.caches.Store(newTermCaches(e.declarations))
 	if o.Bundle != nil {
 		if len(e.dirs) > 0 {
 			return nil, errors.New("policy: a bundle and dirs cannot be used together")
@@ -161,6 +161,45 @@ func (e *Engine) Reload(ctx context.Context) error {
 	return err
 }
 
+// SetDeclarations replaces the per-tool declarations (upstream → tool →
+// declaration; a configuration reload). They are checked like New's
+// (ValidateDeclarations) and compiled into a new policy version from the
+// same source (Options.Dirs, or the active bundle), which is swapped in
+// atomically: each Decide sees the old declarations or the new ones. On
+// any problem nothing changes and the error lists every problem. Input.Tool
+// should follow the same switch (gateway.Pipeline.Reconfigure).
+func (e *Engine) SetDeclarations(ctx context.Context, decls map[string]map[string]ToolDeclaration) error {
+	next := make(map[string]map[string]ToolDeclaration, len(decls))
+	var errs []error
+	for _, u := range slices.Sorted(maps.Keys(decls)) {
+		errs = append(errs, ValidateDeclarations(u, decls[u])...)
+		next[u] = maps.Clone(decls[u])
+	}
+	if len(errs) > 0 {
+		return problems("invalid tool declarations", errs)
+	}
+	e.reloadMu.Lock()
+	defer e.reloadMu.Unlock()
+	prev := e.declarations
+	e.declarations = next
+	var err error
+	switch cur := e.current.Load(); {
+	case e.bundle == nil:
+		var p *policyVersion
+		if p, err = load(ctx, e.dirs, next); err == nil {
+			e.current.Store(p)
+		}
+	case cur != nil:
+		err = e.swapBundle(ctx, cur.revision) // bundle.go
+	} // a bundle not activated yet compiles with next when it is
+	if err != nil {
+		e.declarations = prev
+		return err
+	}
+	e.caches.Store(newTermCaches(next))
+	return nil
+}
+
 // neverCancelled serves evaluations whose context cannot be cancelled.
 var neverCancelled = topdown.NewCancel()
 
@@ -182,7 +221,7 @@ func (e *Engine) Decide(ctx context.Context, in *Input) (*Decision, error) {
 	if in == nil {
 		return e.fail(ctx, d, CodeInvalidInput, fmt.Errorf("%w: nil Input", ErrInvalidInput))
 	}
-	input, err := inputValue(in, e.caches)
+	input, err := inputValue(in, e.caches.Load())
 	if err != nil {
 		return e.fail(ctx, d, CodeInvalidInput, fmt.Errorf("%w: %w", ErrInvalidInput, err))
 	}

@@ -71,18 +71,22 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	} else {
 		cfg = config.Default(*upstream)
 	}
-	if *listen != "" {
-		cfg.Listeners.Proxy.Address = *listen
+	// The flags override the file, at start and on each reload (SIGHUP).
+	override := func(cfg *config.Config) {
+		if *listen != "" {
+			cfg.Listeners.Proxy.Address = *listen
+		}
+		if *admin != "" {
+			cfg.Listeners.Admin.Address = *admin
+		}
+		if *policyDir != "" {
+			cfg.Policy.Dirs = []string{*policyDir}
+		}
+		if *extprocAddr != "" {
+			cfg.Listeners.ExtProc.Address = *extprocAddr
+		}
 	}
-	if *admin != "" {
-		cfg.Listeners.Admin.Address = *admin
-	}
-	if *policyDir != "" {
-		cfg.Policy.Dirs = []string{*policyDir}
-	}
-	if *extprocAddr != "" {
-		cfg.Listeners.ExtProc.Address = *extprocAddr
-	}
+	override(cfg)
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -92,7 +96,24 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		log.Warn("--no-auth: the configuration's auth section is ignored")
 		cfg.Auth = nil
 	}
-	return serve(ctx, cfg, log, stdout, nil, nil)
+	reload := func(cfg *config.Config) error {
+		override(cfg)
+		if err := cfg.Validate(); err != nil {
+			return err
+		}
+		if *noAuth {
+			cfg.Auth = nil
+		}
+		return nil
+	}
+	var setup func(a *app.App) error
+	if *cfgPath != "" {
+		setup = func(a *app.App) error {
+			a.SetConfigFile(*cfgPath, reload) // SIGHUP rereads it (internal/app/reload.go)
+			return nil
+		}
+	}
+	return serve(ctx, cfg, log, stdout, setup, nil)
 }
 
 // serve starts the gateway, runs setup (if set) before printing the ready
@@ -125,8 +146,8 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, stdout io.
 	for {
 		select {
 		case <-hup:
-			// Each part logs its own outcome (policy, assertion keys);
-			// what fails keeps its previous state.
+			// Each part logs its own outcome (configuration, policy,
+			// assertion keys); what fails keeps its previous state.
 			_ = a.Reload(ctx)
 		case err := <-a.Err():
 			_ = a.Shutdown(context.Background())

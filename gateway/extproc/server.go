@@ -226,10 +226,10 @@ func (ex *exchange) handle(in *extprocv3.ProcessingRequest) *extprocv3.Processin
 // the buffered body.
 func (ex *exchange) requestHeaders(in *extprocv3.ProcessingRequest, h *extprocv3.HttpHeaders) *extprocv3.ProcessingResponse {
 	hdr, pseudo := fromHeaderMap(h.GetHeaders())
-	path, query, _ := strings.Cut(pseudo[":path"], "?")
+	path, query, _ := strings.Cut(pseudo.path, "?")
 	ex.req = &gateway.Request{
 		Transport: gateway.TransportExtProc,
-		Method:    strings.ToUpper(pseudo[":method"]),
+		Method:    strings.ToUpper(pseudo.method),
 		Path:      path,
 		RawQuery:  query,
 		Header:    hdr,
@@ -390,7 +390,7 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.Process
 		return headersResponseFor(true, nil, nil)
 	}
 	hdr, pseudo := fromHeaderMap(h.GetHeaders())
-	code, _ := strconv.Atoi(pseudo[":status"])
+	code, _ := strconv.Atoi(pseudo.status)
 	mode, err := ex.x.ResponseHeaders(code, hdr)
 	if err != nil {
 		ex.s.log.LogAttrs(ex.ctx, slog.LevelWarn, "upstream response cannot be inspected", slog.String("upstream", ex.req.Upstream), slog.Any("error", err))
@@ -590,45 +590,104 @@ func immediate(l *gateway.Local) *extprocv3.ProcessingResponse {
 }
 
 // mutation builds a HeaderMutation that overwrites each header in set.
+//
+// Its options, header values and raw bytes are cut from one array each
+// rather than allocated per header, and the append flags are shared
+// (never modified; gRPC only reads a message it sends).
 func mutation(set mcp.Header, remove []string) *extprocv3.HeaderMutation {
 	if len(set) == 0 && len(remove) == 0 {
 		return nil
 	}
 	m := &extprocv3.HeaderMutation{RemoveHeaders: remove}
+	n, size := 0, 0
+	for _, vals := range set {
+		n += len(vals)
+		for _, v := range vals {
+			size += len(v)
+		}
+	}
+	if n == 0 {
+		return m
+	}
+	m.SetHeaders = make([]*corev3.HeaderValueOption, 0, n)
+	opts := make([]corev3.HeaderValueOption, n)
+	hvs := make([]corev3.HeaderValue, n)
+	raw := make([]byte, 0, size)
+	j := 0
 	for k, vals := range set {
 		for i, v := range vals {
+			start := len(raw)
+			raw = append(raw, v...)
 			// ext_proc honours the (deprecated) append flag, not
 			// append_action: false overwrites, true adds a value
 			// (Envoy mutation_utils.cc). Values go in raw_value only.
-			m.SetHeaders = append(m.SetHeaders, &corev3.HeaderValueOption{
-				Header: &corev3.HeaderValue{Key: k, RawValue: []byte(v)},
-				Append: wrapperspb.Bool(i > 0),
-			})
+			hvs[j].Key, hvs[j].RawValue = k, raw[start:len(raw):len(raw)]
+			opts[j].Header, opts[j].Append = &hvs[j], overwriteFlag
+			if i > 0 {
+				opts[j].Append = appendFlag
+			}
+			m.SetHeaders = append(m.SetHeaders, &opts[j])
+			j++
 		}
 	}
 	return m
 }
 
+// The append flags of HeaderValueOption, shared by every mutation: sent
+// only, never modified.
+var (
+	overwriteFlag = wrapperspb.Bool(false)
+	appendFlag    = wrapperspb.Bool(true)
+)
+
+// pseudoHeaders are the pseudo-header fields of an Envoy header map that
+// mcpgate reads (RFC 9113 section 8.3); the others are dropped.
+type pseudoHeaders struct {
+	method, path, status string
+}
+
 // fromHeaderMap converts Envoy's header map: regular fields into the
-// pipeline's lower-case Header, pseudo-headers (":method", ":path",
-// ":status", ...) apart. Envoy sends values in raw_value (value in older
-// releases).
-func fromHeaderMap(hm *corev3.HeaderMap) (mcp.Header, map[string]string) {
-	hdr := make(mcp.Header, len(hm.GetHeaders()))
-	pseudo := map[string]string{}
-	for _, hv := range hm.GetHeaders() {
+// pipeline's lower-case Header, the pseudo-headers ":method", ":path" and
+// ":status" apart (the last value wins). Envoy sends values in raw_value
+// (value in older releases).
+//
+// The first values of all fields share one backing array, each field's
+// slice capped at length 1, so that a repeated field — or a later Add by
+// the pipeline — appends into a fresh array and never overwrites the next
+// field's value. That makes the map's values one allocation instead of one
+// per field (go run ./e2e/bench, pprof: this function was ~8 % of the
+// ext_proc server's allocated bytes).
+func fromHeaderMap(hm *corev3.HeaderMap) (mcp.Header, pseudoHeaders) {
+	hvs := hm.GetHeaders()
+	hdr := make(mcp.Header, len(hvs))
+	vals := make([]string, 0, len(hvs))
+	var p pseudoHeaders
+	for _, hv := range hvs {
 		k := strings.ToLower(hv.GetKey())
 		v := hv.GetValue()
 		if raw := hv.GetRawValue(); len(raw) > 0 {
 			v = string(raw)
 		}
 		if strings.HasPrefix(k, ":") {
-			pseudo[k] = v
+			switch k {
+			case ":method":
+				p.method = v
+			case ":path":
+				p.path = v
+			case ":status":
+				p.status = v
+			}
 			continue
 		}
-		hdr[k] = append(hdr[k], v)
+		if prev, ok := hdr[k]; ok {
+			hdr[k] = append(prev, v)
+			continue
+		}
+		vals = append(vals, v)
+		n := len(vals)
+		hdr[k] = vals[n-1 : n : n]
 	}
-	return hdr, pseudo
+	return hdr, p
 }
 
 // GRPCServerOptions are the grpc-go server options the ext_proc listener

@@ -63,6 +63,9 @@ type App struct {
 	// tracer exports the pipeline's spans (config tracing); nil: off.
 	tracer *tracing.Provider
 
+	// cfgSrc is the configuration file SIGHUP rereads (reload.go).
+	cfgSrc configSource
+
 	servers []*http.Server
 	grpc    *grpcServer
 	ready   atomic.Bool
@@ -80,6 +83,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 	a := &App{log: log, cfg: cfg, Registry: prometheus.NewRegistry(), errc: make(chan error, 4)}
 	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := gateway.NewMetrics(a.Registry)
+	a.cfgSrc.count = newConfigReloads(a.Registry) // reload.go
 
 	decls := map[string]map[string]policy.ToolDeclaration{}
 	for _, u := range cfg.Upstreams {
@@ -367,11 +371,12 @@ func (a *App) adminHandler() http.Handler {
 	return mux
 }
 
-// Reload recompiles the policy and rereads the assertion keys file
-// (SIGHUP). Each part logs and counts its outcome; a part that fails keeps
-// its previous state, and the errors are returned joined.
+// Reload rereads the configuration file (SetConfigFile; its run-time
+// settings, reload.go), recompiles the policy and rereads the assertion
+// keys file (SIGHUP). Each part logs and counts its outcome; a part that
+// fails keeps its previous state, and the errors are returned joined.
 func (a *App) Reload(ctx context.Context) error {
-	err := errors.Join(a.Engine.Reload(ctx), a.id.reloadKeys(ctx, a.log), a.sealing.reload(ctx, a.log), a.catalog.reload(ctx, a.cfg, a.log))
+	err := errors.Join(a.reloadConfig(ctx), a.Engine.Reload(ctx), a.id.reloadKeys(ctx, a.log), a.sealing.reload(ctx, a.log), a.catalog.reload(ctx, a.cfg, a.log))
 	// Pins and policy may have changed what principals see: announce it
 	// on their open notification streams (listchanged.go).
 	a.Pipeline.ToolsChanged("")

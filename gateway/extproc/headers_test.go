@@ -1,0 +1,90 @@
+package extproc
+
+import (
+	"slices"
+	"testing"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/mcpgate/mcpgate/gateway/mcp"
+)
+
+// fromHeaderMap keeps repeated fields in order, lower-cases names, prefers
+// raw_value, takes the three pseudo-headers apart, and hands out value
+// slices that share one array without aliasing: appending to one field
+// (as the pipeline's Header.Add does) never changes another.
+func TestFromHeaderMap(t *testing.T) {
+	hm := &corev3.HeaderMap{Headers: []*corev3.HeaderValue{
+		{Key: ":method", RawValue: []byte("POST")},
+		{Key: ":path", RawValue: []byte("/mcp?x=1")},
+		{Key: ":authority", RawValue: []byte("gw")},
+		{Key: "Accept", RawValue: []byte("application/json")},
+		{Key: "x-a", Value: "old-style"},
+		{Key: "accept", RawValue: []byte("text/event-stream")},
+		{Key: "x-b", RawValue: []byte("b")},
+		{Key: ":status", RawValue: []byte("200")},
+	}}
+	hdr, p := fromHeaderMap(hm)
+	if p != (pseudoHeaders{method: "POST", path: "/mcp?x=1", status: "200"}) {
+		t.Fatalf("pseudo-headers %+v", p)
+	}
+	want := mcp.Header{"accept": {"application/json", "text/event-stream"}, "x-a": {"old-style"}, "x-b": {"b"}}
+	if len(hdr) != len(want) {
+		t.Fatalf("header %v, want %v", hdr, want)
+	}
+	for k, v := range want {
+		if !slices.Equal(hdr[k], v) {
+			t.Fatalf("%s: %q, want %q", k, hdr[k], v)
+		}
+	}
+	hdr.Add("x-a", "added")
+	if !slices.Equal(hdr["x-b"], []string{"b"}) || !slices.Equal(hdr["x-a"], []string{"old-style", "added"}) {
+		t.Fatalf("Add changed another field: %v", hdr)
+	}
+}
+
+// mutation sets every value of every header, the first overwriting and the
+// rest appended, and its messages marshal to what one message per header
+// marshals to.
+func TestMutation(t *testing.T) {
+	if mutation(nil, nil) != nil {
+		t.Fatal("empty mutation not nil")
+	}
+	m := mutation(mcp.Header{"x-one": {"1"}, "x-two": {"a", "", "c"}}, []string{"content-length"})
+	got := map[string][]string{}
+	for _, o := range m.GetSetHeaders() {
+		k := o.GetHeader().GetKey()
+		if o.GetAppend().GetValue() != (len(got[k]) > 0) {
+			t.Fatalf("%s value %d: append %v", k, len(got[k]), o.GetAppend().GetValue())
+		}
+		got[k] = append(got[k], string(o.GetHeader().GetRawValue()))
+	}
+	if !slices.Equal(got["x-one"], []string{"1"}) || !slices.Equal(got["x-two"], []string{"a", "", "c"}) || len(got) != 2 {
+		t.Fatalf("set headers %v", got)
+	}
+	if !slices.Equal(m.GetRemoveHeaders(), []string{"content-length"}) {
+		t.Fatalf("remove %v", m.GetRemoveHeaders())
+	}
+	// Wire form equal to a mutation built one message per header.
+	ref := &extprocv3.HeaderMutation{RemoveHeaders: []string{"content-length"}}
+	for _, o := range m.GetSetHeaders() {
+		ref.SetHeaders = append(ref.SetHeaders, &corev3.HeaderValueOption{
+			Header: &corev3.HeaderValue{Key: o.GetHeader().GetKey(), RawValue: append([]byte(nil), o.GetHeader().GetRawValue()...)},
+			Append: proto.Clone(o.GetAppend()).(*wrapperspb.BoolValue),
+		})
+	}
+	a, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(ref)
+	if string(a) != string(b) {
+		t.Fatal("wire form differs from one message per header")
+	}
+	if overwriteFlag.GetValue() || !appendFlag.GetValue() {
+		t.Fatal("shared append flags changed")
+	}
+}
