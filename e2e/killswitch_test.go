@@ -262,7 +262,7 @@ func TestKillSwitch(t *testing.T) {
 	e.setSwitch(t, acmeAdmin, "acme", true, "acme CRM migration")
 	mark := e.up.callCount()
 	refused := want{status: 503, www: "-", retry: killRetry, contains: []string{killRPCError, `"id":3`,
-		`kill switch is on for tenant \"acme\" (acme CRM migration.)`, `"code":"kill_switch"`}, absent: []string{`"pong"`}}
+		`kill switch is on for tenant \"acme\". The operator's reason: acme CRM migration.`, `"code":"kill_switch"`}, absent: []string{`"pong"`}}
 	e.both(t, bearer(alice, "tools/call", "ping"), ping("3"), refused)
 	e.both(t, bearer(alice, "tools/list", ""), listBody, want{status: 503, www: "-", retry: killRetry, contains: []string{killRPCError, `"id":1`}})
 	if n := e.up.callCount() - mark; n != 0 {
@@ -274,7 +274,7 @@ func TestKillSwitch(t *testing.T) {
 	e.setSwitch(t, e.adminToken, "", true, "Incident 42: agents are paging everyone")
 	mark = e.up.callCount()
 	e.both(t, bearer(gina, "tools/call", "ping"), ping("5"), want{status: 503, www: "-", retry: killRetry,
-		contains: []string{killRPCError, "for every tenant (Incident 42: agents are paging everyone.)", "ask the operator"}})
+		contains: []string{killRPCError, "for every tenant. The operator's reason: Incident 42: agents are paging everyone.", "ask the operator"}})
 	if n := e.up.callCount() - mark; n != 0 {
 		t.Errorf("%d refused call(s) reached the upstream", n)
 	}

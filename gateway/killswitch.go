@@ -157,7 +157,7 @@ func killSwitchError(s store.Switch) *mcp.Error {
 	if reason == "" {
 		reason = "no reason given"
 	}
-	cause := "The gateway's kill switch is on " + where + " (" + endSentence(reason) + ") Nothing is forwarded to the MCP server while it is on."
+	cause := "The gateway's kill switch is on " + where + ". The operator's reason: " + endSentence(reason) + " Nothing is forwarded to the MCP server while it is on."
 	fix := "Retry later (not before Retry-After); if the work is urgent, ask the operator of this gateway."
 	return &mcp.Error{Status: 503, Code: CodeKillSwitch, Message: cause + " " + fix,
 		Data: refusal.Details{Error: refusal.DetailsError{Code: ReasonKillSwitch, Cause: cause, Fix: fix}}}

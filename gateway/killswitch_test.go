@@ -184,7 +184,7 @@ func TestKillSwitchTenant(t *testing.T) {
 	if v.Local == nil || v.Local.Status != 503 {
 		t.Fatalf("acme: %+v", v.Local)
 	}
-	if _, _, msg, _ := ksRPCError(t, v.Local.Body); !strings.Contains(msg, `for tenant "acme" (acme's CRM migration.)`) {
+	if _, _, msg, _ := ksRPCError(t, v.Local.Body); !strings.Contains(msg, `for tenant "acme". The operator's reason: acme's CRM migration.`) {
 		t.Errorf("acme: %s", msg)
 	}
 	// ... another tenant (globex) is not.
