@@ -456,44 +456,68 @@ func (s *Store) UnbindSession(ctx context.Context, sessionID string) error {
 // SweepSessions deletes the session bindings that expired by now and
 // returns how many. The sweeper calls it; tests may too.
 func (s *Store) SweepSessions(ctx context.Context) (int, error) {
+	return s.sweep(ctx, "sweep sessions", func(tx *bolt.Tx, limit []byte) (int, error) {
+		return sweepIndexed(tx.Bucket(bSessions), tx.Bucket(bSessionExpiry), limit)
+	})
+}
+
+// sweep runs each step in write transactions of at most sweepChunk
+// deletions until a step finds fewer than that due at the time sweep
+// began, and returns how many entries the steps deleted in all.
+func (s *Store) sweep(ctx context.Context, op string, steps ...func(tx *bolt.Tx, limit []byte) (int, error)) (int, error) {
 	if err := s.check(ctx); err != nil {
 		return 0, err
 	}
 	limit := codec.SortableTime(s.now())
 	total := 0
-	for {
-		n := 0
-		err := s.db.Update(func(tx *bolt.Tx) error {
-			sessions, expiry := tx.Bucket(bSessions), tx.Bucket(bSessionExpiry)
-			// Collect, then delete: deleting under a moving cursor can
-			// skip keys.
-			var keys [][]byte
-			c := expiry.Cursor()
-			for k, _ := c.First(); k != nil && len(keys) < sweepChunk; k, _ = c.Next() {
-				if bytes.Compare(k[:8], limit) > 0 {
-					break
-				}
-				keys = append(keys, bytes.Clone(k))
+	for _, step := range steps {
+		for {
+			n := 0
+			err := s.db.Update(func(tx *bolt.Tx) error {
+				var err error
+				n, err = step(tx, limit)
+				return err
+			})
+			total += n
+			if err != nil {
+				return total, wrap(op, err)
 			}
-			for _, k := range keys {
-				if err := errors.Join(sessions.Delete(k[8:]), expiry.Delete(k)); err != nil {
-					return err
-				}
+			if n < sweepChunk {
+				break
 			}
-			n = len(keys)
-			return nil
-		})
-		total += n
-		if err != nil {
-			return total, wrap("sweep sessions", err)
-		}
-		if n < sweepChunk {
-			return total, nil
-		}
-		if err := s.check(ctx); err != nil {
-			return total, err
+			if err := s.check(ctx); err != nil {
+				return total, err
+			}
 		}
 	}
+	return total, nil
+}
+
+// dueKeys collects (then the caller deletes: deleting under a moving cursor
+// can skip keys) up to sweepChunk keys of a time(8)-prefixed index whose
+// time is at or before limit.
+func dueKeys(idx *bolt.Bucket, limit []byte) [][]byte {
+	var keys [][]byte
+	c := idx.Cursor()
+	for k, _ := c.First(); k != nil && len(keys) < sweepChunk; k, _ = c.Next() {
+		if bytes.Compare(k[:8], limit) > 0 {
+			break
+		}
+		keys = append(keys, bytes.Clone(k))
+	}
+	return keys
+}
+
+// sweepIndexed deletes the due entries of an expiry index (keys: time(8)
+// then the data key) and their entries in data.
+func sweepIndexed(data, idx *bolt.Bucket, limit []byte) (int, error) {
+	keys := dueKeys(idx, limit)
+	for _, k := range keys {
+		if err := errors.Join(data.Delete(k[8:]), idx.Delete(k)); err != nil {
+			return 0, err
+		}
+	}
+	return len(keys), nil
 }
 
 func (s *Store) sweepLoop(ctx context.Context, every time.Duration) {

@@ -1,7 +1,6 @@
 package boltstore
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -133,45 +132,11 @@ func (s *Store) Task(ctx context.Context, upstream, taskID string) (store.TaskBi
 // SweepTasks deletes the task bindings that expired by now and returns how
 // many. The sweeper calls it; tests may too.
 func (s *Store) SweepTasks(ctx context.Context) (int, error) {
-	if err := s.check(ctx); err != nil {
-		return 0, err
-	}
-	limit := codec.SortableTime(s.now())
-	total := 0
-	for {
-		n := 0
-		err := s.db.Update(func(tx *bolt.Tx) error {
-			tasks, expiry, err := taskBuckets(tx)
-			if err != nil {
-				return err
-			}
-			// Collect, then delete: deleting under a moving cursor can
-			// skip keys.
-			var keys [][]byte
-			c := expiry.Cursor()
-			for k, _ := c.First(); k != nil && len(keys) < sweepChunk; k, _ = c.Next() {
-				if bytes.Compare(k[:8], limit) > 0 {
-					break
-				}
-				keys = append(keys, bytes.Clone(k))
-			}
-			for _, k := range keys {
-				if err := errors.Join(tasks.Delete(k[8:]), expiry.Delete(k)); err != nil {
-					return err
-				}
-			}
-			n = len(keys)
-			return nil
-		})
-		total += n
+	return s.sweep(ctx, "sweep tasks", func(tx *bolt.Tx, limit []byte) (int, error) {
+		tasks, expiry, err := taskBuckets(tx)
 		if err != nil {
-			return total, wrap("sweep tasks", err)
+			return 0, err
 		}
-		if n < sweepChunk {
-			return total, nil
-		}
-		if err := s.check(ctx); err != nil {
-			return total, err
-		}
-	}
+		return sweepIndexed(tasks, expiry, limit)
+	})
 }

@@ -469,58 +469,9 @@ func (s *Store) ListActions(ctx context.Context, f store.ActionFilter) ([]store.
 // actions whose retention ran out, and returns how many records it
 // deleted. The sweeper calls it; tests may too.
 func (s *Store) SweepWrites(ctx context.Context) (int, error) {
-	if err := s.check(ctx); err != nil {
-		return 0, err
-	}
-	total := 0
-	for _, sweep := range []func(tx *bolt.Tx, limit []byte) (int, error){sweepReplay, sweepActions} {
-		limit := codec.SortableTime(s.now())
-		for {
-			n := 0
-			err := s.db.Update(func(tx *bolt.Tx) error {
-				var err error
-				n, err = sweep(tx, limit)
-				return err
-			})
-			total += n
-			if err != nil {
-				return total, wrap("sweep writes", err)
-			}
-			if n < sweepChunk {
-				break
-			}
-			if err := s.check(ctx); err != nil {
-				return total, err
-			}
-		}
-	}
-	return total, nil
-}
-
-// dueKeys collects (then the caller deletes: deleting under a moving cursor
-// can skip keys) up to sweepChunk keys of a time(8)-prefixed index whose
-// time is at or before limit.
-func dueKeys(idx *bolt.Bucket, limit []byte) [][]byte {
-	var keys [][]byte
-	c := idx.Cursor()
-	for k, _ := c.First(); k != nil && len(keys) < sweepChunk; k, _ = c.Next() {
-		if bytes.Compare(k[:8], limit) > 0 {
-			break
-		}
-		keys = append(keys, bytes.Clone(k))
-	}
-	return keys
-}
-
-func sweepReplay(tx *bolt.Tx, limit []byte) (int, error) {
-	replay, idx := tx.Bucket(bReplay), tx.Bucket(bReplayExpiry)
-	keys := dueKeys(idx, limit)
-	for _, k := range keys {
-		if err := errors.Join(replay.Delete(k[8:]), idx.Delete(k)); err != nil {
-			return 0, err
-		}
-	}
-	return len(keys), nil
+	return s.sweep(ctx, "sweep writes", func(tx *bolt.Tx, limit []byte) (int, error) {
+		return sweepIndexed(tx.Bucket(bReplay), tx.Bucket(bReplayExpiry), limit)
+	}, sweepActions)
 }
 
 func sweepActions(tx *bolt.Tx, limit []byte) (int, error) {
