@@ -564,6 +564,8 @@ func (p *Pipeline) listAnswer(ctx context.Context, x *Exchange) *Local {
 		_ = enc.WriteToken(jsontext.String("private"))
 		_ = enc.WriteToken(jsontext.String("ttlMs"))
 		_ = enc.WriteToken(jsontext.Int(p.opts.ListTTL.Milliseconds()))
+		_ = enc.WriteToken(jsontext.String("resultType"))
+		_ = enc.WriteToken(jsontext.String("complete"))
 	}
 	_ = enc.WriteToken(jsontext.EndObject)
 	// An allowed request the gateway answers for the upstream, from its

@@ -93,6 +93,7 @@ func TestToolsListFromCatalog(t *testing.T) {
 				Annotations map[string]any
 			}
 			CacheScope string
+			ResultType string
 			TTLMs      *int64
 			NextCursor *string
 		}
@@ -121,8 +122,8 @@ func TestToolsListFromCatalog(t *testing.T) {
 		create.Annotations["readOnlyHint"] != false || create.Annotations["idempotentHint"] != false {
 		t.Errorf("annotations %v / %v", get.Annotations, create.Annotations)
 	}
-	if r.Result.CacheScope != "private" || r.Result.TTLMs == nil || *r.Result.TTLMs != 1500 {
-		t.Errorf("cacheScope %q ttlMs %v", r.Result.CacheScope, r.Result.TTLMs)
+	if r.Result.CacheScope != "private" || r.Result.TTLMs == nil || *r.Result.TTLMs != 1500 || r.Result.ResultType != "complete" {
+		t.Errorf("cacheScope %q ttlMs %v resultType %q", r.Result.CacheScope, r.Result.TTLMs, r.Result.ResultType)
 	}
 
 	t.Run("rights filter the list", func(t *testing.T) {

@@ -432,7 +432,9 @@ func (p *Pipeline) HandleRequest(ctx context.Context, r *Request) (*Exchange, Ve
 		ctx = p.startTrace(x)
 	}
 	v := p.handle(ctx, x)
-	if v.Local != nil && x.version >= mcp.Version20260728 {
+	if v.Local != nil && x.version >= mcp.Version20260728 && !x.fromCatalog {
+		// (tools/list answered from the catalog writes it itself: no
+		// second pass over the whole list.)
 		v.Local.Body = withResultType(v.Local.Body)
 	}
 	if v.Local != nil && x.outcome == OutcomeAllow && !x.fromCatalog {
