@@ -367,7 +367,7 @@ func (e *Engine) BundleRevision() string { return e.current.Load().revision }
 // an engine with none). Queued decision logs are flushed until ctx ends.
 func (e *Engine) Close(ctx context.Context) {
 	if e.shadow != nil {
-		e.shadow.stop()
+		e.shadow.stop(ctx)
 		e.shadow.engine.Close(ctx)
 	}
 	if e.logs != nil {

@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"net/url"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -119,13 +117,9 @@ func CheckMaskPolicy(src string) error {
 // decisionLogger feeds decisions to OPA's logs plugin from one goroutine,
 // so that masking and encoding stay off the request path.
 type decisionLogger struct {
+	*worker[logItem]
 	manager *plugins.Manager
 	plugin  *logs.Plugin
-	queue   chan logItem
-	pending atomic.Int64 // queued or being handed to the plugin
-	dropped prometheus.Counter
-	done    chan struct{}
-	once    sync.Once
 }
 
 type logItem struct {
@@ -183,42 +177,24 @@ func newDecisionLogger(ctx context.Context, o *DecisionLogOptions, log *slog.Log
 	if size <= 0 {
 		size = DefaultDecisionLogQueue
 	}
-	l := &decisionLogger{
-		manager: mgr, plugin: lp, queue: make(chan logItem, size), done: make(chan struct{}),
-		dropped: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "mcpgate_decision_logs_dropped_total",
-			Help: "Decisions not handed to the decision-log plugin because its queue was full.",
-		}),
-	}
+	dropped := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "mcpgate_decision_logs_dropped_total",
+		Help: "Decisions not handed to the decision-log plugin because its queue was full.",
+	})
 	if reg != nil {
-		if err := reg.Register(l.dropped); err != nil {
+		if err := reg.Register(dropped); err != nil {
 			return nil, err
 		}
 	}
-	go l.run(log)
-	return l, nil
-}
-
-func (l *decisionLogger) enqueue(it logItem) {
-	l.pending.Add(1)
-	select {
-	case l.queue <- it:
-	default:
-		l.pending.Add(-1)
-		l.dropped.Inc()
-	}
-}
-
-func (l *decisionLogger) run(log *slog.Logger) {
-	defer close(l.done)
-	ctx := context.Background()
-	for it := range l.queue {
+	l := &decisionLogger{manager: mgr, plugin: lp}
+	l.worker = newWorker(size, dropped, func(it logItem) {
+		ctx := context.Background()
 		if err := l.log(ctx, it); err != nil {
 			log.LogAttrs(ctx, slog.LevelWarn, "decision log failed",
 				slog.String("decision_id", it.d.ID), slog.String("error", err.Error()))
 		}
-		l.pending.Add(-1)
-	}
+	})
+	return l, nil
 }
 
 // log hands one decision to the plugin, which masks it (an event whose
@@ -254,11 +230,7 @@ func (l *decisionLogger) log(ctx context.Context, it logItem) error {
 // stop drains the queue and stops the plugin, which uploads what it holds
 // until ctx ends.
 func (l *decisionLogger) stop(ctx context.Context) {
-	l.once.Do(func() { close(l.queue) })
-	select {
-	case <-l.done:
-	case <-ctx.Done():
-	}
+	l.worker.stop(ctx)
 	l.manager.Stop(ctx)
 }
 
@@ -268,12 +240,8 @@ func (e *Engine) FlushDecisionLogs(ctx context.Context) error {
 	if e.logs == nil {
 		return nil
 	}
-	for e.logs.pending.Load() > 0 {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(5 * time.Millisecond):
-		}
+	if err := e.logs.wait(ctx); err != nil {
+		return err
 	}
 	return e.logs.plugin.Trigger(ctx)
 }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -48,14 +46,10 @@ type ShadowOptions struct {
 }
 
 type shadowEval struct {
+	*worker[shadowItem]
 	engine      *Engine
 	log         *slog.Logger
-	queue       chan shadowItem
-	pending     atomic.Int64
 	differences *prometheus.CounterVec
-	dropped     prometheus.Counter
-	done        chan struct{}
-	once        sync.Once
 }
 
 type shadowItem struct {
@@ -80,47 +74,29 @@ func newShadow(ctx context.Context, o Options, log *slog.Logger) (*shadowEval, e
 		size = DefaultShadowQueue
 	}
 	s := &shadowEval{
-		engine: child, log: slog, queue: make(chan shadowItem, size), done: make(chan struct{}),
+		engine: child, log: slog,
 		differences: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcpgate_policy_shadow_differences_total",
 			Help: "Decisions on which the shadow policy differs from the live one, by kind of change.",
 		}, []string{"change"}),
-		dropped: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "mcpgate_policy_shadow_dropped_total",
-			Help: "Decisions not evaluated by the shadow policy because its queue was full.",
-		}),
 	}
+	dropped := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "mcpgate_policy_shadow_dropped_total",
+		Help: "Decisions not evaluated by the shadow policy because its queue was full.",
+	})
 	for _, c := range []string{ShadowAllowToDeny, ShadowDenyToAllow, ShadowReasons, ShadowConfirmation} {
 		s.differences.WithLabelValues(c)
 	}
 	if r := o.Registerer; r != nil {
-		for _, c := range []prometheus.Collector{s.differences, s.dropped} {
+		for _, c := range []prometheus.Collector{s.differences, dropped} {
 			if err := r.Register(c); err != nil {
 				child.Close(ctx)
 				return nil, err
 			}
 		}
 	}
-	go s.run()
+	s.worker = newWorker(size, dropped, s.compare)
 	return s, nil
-}
-
-func (s *shadowEval) enqueue(it shadowItem) {
-	s.pending.Add(1)
-	select {
-	case s.queue <- it:
-	default:
-		s.pending.Add(-1)
-		s.dropped.Inc()
-	}
-}
-
-func (s *shadowEval) run() {
-	defer close(s.done)
-	for it := range s.queue {
-		s.compare(it)
-		s.pending.Add(-1)
-	}
 }
 
 func (s *shadowEval) compare(it shadowItem) {
@@ -177,25 +153,13 @@ func reasonCodes(d *Decision) []string {
 	return slices.Compact(out)
 }
 
-func (s *shadowEval) stop() {
-	s.once.Do(func() { close(s.queue) })
-	<-s.done
-}
-
 // WaitShadow waits until every decision queued for the shadow policy has
 // been compared, or ctx ends. Tests use it.
 func (e *Engine) WaitShadow(ctx context.Context) error {
 	if e.shadow == nil {
 		return nil
 	}
-	for e.shadow.pending.Load() > 0 {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-	return nil
+	return e.shadow.wait(ctx)
 }
 
 // shadowItemFor builds the queued copy of one decision for the shadow.
