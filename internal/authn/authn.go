@@ -64,7 +64,8 @@ type Route struct {
 }
 
 // GatewayTokens verifies gateway-issued MCP tokens; *tokens.Service
-// implements it.
+// implements it. The token Verify returns is the caller's: the
+// Authenticator keeps its Rights slice in the principal without a copy.
 type GatewayTokens interface {
 	Verify(ctx context.Context, raw string) (store.Token, error)
 }
@@ -400,7 +401,7 @@ func (a *Authenticator) gatewayToken(ctx context.Context, rt *target, raw string
 		Authenticated:  true,
 		Tenant:         t.Tenant,
 		Subject:        t.Creator,
-		TokenRights:    slices.Clone(t.Rights),
+		TokenRights:    t.Rights, // Verify's copy (GatewayTokens)
 		CredentialKind: policy.CredentialGatewayToken,
 		CredentialID:   t.ID,
 		Connection:     t.ID,

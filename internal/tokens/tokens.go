@@ -28,6 +28,7 @@ package tokens
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
@@ -436,8 +437,10 @@ func (s *Service) revoke(ctx context.Context, a Actor, id string, rec *store.Aud
 	return t, nil
 }
 
-// Verify checks a presented secret and returns its token. It looks the
-// hash up in the store on every call (no cache). Errors:
+// Verify checks a presented secret and returns its token, which is the
+// caller's to change (stores return a fresh copy). It looks the hash up in
+// the store on every call; the service keeps no cache (a store may, if it
+// is never stale: see store/boltstore). Errors:
 //
 //   - ErrInvalidToken: not a well-formed secret, or no token has it;
 //   - ErrRevoked: the token was revoked (also matches ErrInvalidToken);
@@ -451,7 +454,7 @@ func (s *Service) Verify(ctx context.Context, raw string) (store.Token, error) {
 		return store.Token{}, &Error{Err: ErrInvalidToken, Code: "invalid_token", Message: "the token is malformed",
 			Fix: "present the whole token as it was shown at creation"}
 	}
-	h := store.HashSecret(raw)
+	h := hashSecret(raw)
 	t, err := s.store.TokenByHash(ctx, h)
 	if errors.Is(err, store.ErrNotFound) {
 		return store.Token{}, &Error{Err: ErrInvalidToken, Code: "invalid_token", Message: "the token is unknown",
@@ -490,14 +493,35 @@ func ValidID(id string) bool {
 	return true
 }
 
+// strictBase64 is the secrets' encoding: unpadded base64url, refusing
+// non-canonical forms (trailing bits that are not zero) and line breaks.
+var strictBase64 = base64.RawURLEncoding.Strict()
+
 // wellFormed reports whether raw is Prefix plus the canonical base64url
-// form of 32 bytes.
+// form of 32 bytes. It runs on every call, so it decodes from and into
+// arrays on the stack instead of allocating.
 func wellFormed(raw string) bool {
 	if len(raw) != SecretLen || !HasPrefix(raw) {
 		return false
 	}
-	b, err := base64.RawURLEncoding.Strict().DecodeString(raw[len(Prefix):])
-	return err == nil && len(b) == secretBytes
+	var src [SecretLen - len(Prefix)]byte
+	copy(src[:], raw[len(Prefix):])
+	var dst [secretBytes]byte // strictBase64.DecodedLen(len(src)) == secretBytes
+	n, err := strictBase64.Decode(dst[:], src[:])
+	return err == nil && n == secretBytes
+}
+
+// hashSecret is store.HashSecret(raw) for a well-formed secret (at most
+// SecretLen bytes), computed over a copy on the stack: the []byte(raw) of
+// store.HashSecret is a heap allocation for strings this long. The two
+// agree (TestHashSecretAgrees); longer input is hashed by store.HashSecret.
+func hashSecret(raw string) [32]byte {
+	if len(raw) > SecretLen {
+		return store.HashSecret(raw)
+	}
+	var b [SecretLen]byte
+	n := copy(b[:], raw)
+	return sha256.Sum256(b[:n])
 }
 
 func newSecret() string {

@@ -30,6 +30,11 @@
 // bindings every Options.SweepInterval. The write-safety buckets (replay
 // window, pending actions) are described in writes.go; the same sweeper
 // deletes their expired entries.
+//
+// TokenByHash answers from an in-memory cache of the tokens it has found,
+// which every token write invalidates (tokencache.go), so authenticating a
+// gateway token on each call costs no transaction and no decoding while a
+// revocation still takes effect on the next call.
 package boltstore
 
 import (
@@ -105,6 +110,12 @@ type Store struct {
 	closed atomic.Bool
 	// writers counts the write-safety writes in flight (see Store.write).
 	writers atomic.Int64
+	// tokens caches TokenByHash answers (tokencache.go). Every write to
+	// the tokens or token_hash buckets must invalidate it.
+	tokens *tokenCache
+	// afterTokenRead, when set (tests only), runs after TokenByHash's read
+	// transaction and before its result is cached.
+	afterTokenRead func()
 
 	stopSweep context.CancelFunc
 	sweepDone chan struct{}
@@ -141,7 +152,7 @@ func Open(path string, opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("open store %q: %w", path, err)
 	}
-	s := &Store{db: db, now: opts.Now, sweepDone: make(chan struct{})}
+	s := &Store{db: db, now: opts.Now, sweepDone: make(chan struct{}), tokens: newTokenCache()}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stopSweep = cancel
 	if opts.SweepInterval > 0 {
@@ -238,6 +249,9 @@ func (s *Store) PutToken(ctx context.Context, t store.Token) error {
 	if err != nil {
 		return fmt.Errorf("put token: %w", err)
 	}
+	// No entry for t.Hash can exist (misses are not cached); invalidate
+	// keeps the rule that every token write moves the generation.
+	defer s.tokens.invalidate(&t.Hash)
 	return wrap("put token", s.db.Update(func(tx *bolt.Tx) error {
 		tokens, byHash := tx.Bucket(bTokens), tx.Bucket(bTokenHash)
 		if tokens.Get([]byte(t.ID)) != nil {
@@ -264,12 +278,17 @@ func getToken(tx *bolt.Tx, id []byte) (store.Token, error) {
 	return codec.UnmarshalToken(v)
 }
 
-// TokenByHash implements store.TokenStore.
+// TokenByHash implements store.TokenStore. Tokens found are cached in
+// memory (tokencache.go explains why the cache is never stale); the token
+// returned is the caller's to change.
 func (s *Store) TokenByHash(ctx context.Context, hash [32]byte) (store.Token, error) {
 	if err := s.check(ctx); err != nil {
 		return store.Token{}, err
 	}
-	var t store.Token
+	t, ok, gen := s.tokens.get(hash)
+	if ok {
+		return t, nil
+	}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		id := tx.Bucket(bTokenHash).Get(hash[:])
 		if id == nil {
@@ -279,7 +298,14 @@ func (s *Store) TokenByHash(ctx context.Context, hash [32]byte) (store.Token, er
 		t, err = getToken(tx, id)
 		return err
 	})
-	return t, wrap("token by hash", err)
+	if err != nil {
+		return store.Token{}, wrap("token by hash", err)
+	}
+	if s.afterTokenRead != nil {
+		s.afterTokenRead()
+	}
+	s.tokens.add(hash, cloneToken(t), gen)
+	return t, nil
 }
 
 // TokenByID implements store.TokenStore.
@@ -341,10 +367,16 @@ func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) error 
 	if at.IsZero() {
 		return fmt.Errorf("%w: revocation time is zero", store.ErrInvalid)
 	}
+	var hash *[32]byte // the revoked token's, once read; nil drops every entry
+	defer func() { s.tokens.invalidate(hash) }()
 	return wrap("revoke token", s.db.Update(func(tx *bolt.Tx) error {
 		t, err := getToken(tx, []byte(id))
-		if err != nil || t.RevokedAt != nil {
+		if err != nil {
 			return err
+		}
+		hash = &t.Hash
+		if t.RevokedAt != nil {
+			return nil
 		}
 		t.RevokedAt = &at
 		val, err := codec.MarshalToken(t)
