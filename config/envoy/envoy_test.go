@@ -42,6 +42,7 @@ import (
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	upstreamhttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	"github.com/goccy/go-yaml"
+	gwextproc "github.com/mcpgate/mcpgate/gateway/extproc"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -527,8 +528,15 @@ func clusterIsHTTP2(c *clusterv3.Cluster) error {
 	if err := a.UnmarshalTo(o); err != nil {
 		return fmt.Errorf("cluster %s: %w", c.GetName(), err)
 	}
-	if o.GetExplicitHttpConfig().GetHttp2ProtocolOptions() == nil {
+	h2 := o.GetExplicitHttpConfig().GetHttp2ProtocolOptions()
+	if h2 == nil {
 		return fmt.Errorf("cluster %s: explicit_http_config.http2_protocol_options is not set: gRPC needs HTTP/2", c.GetName())
+	}
+	// mcpgate's ext_proc listener answers keepalive PINGs no more often
+	// than gwextproc.KeepaliveMinTime; faster PINGs count as abuse and end
+	// the connection with GOAWAY too_many_pings.
+	if ka := h2.GetConnectionKeepalive(); ka != nil && ka.GetInterval().AsDuration() < gwextproc.KeepaliveMinTime {
+		return fmt.Errorf("cluster %s: connection_keepalive.interval %s is below mcpgate's keepalive minimum %s", c.GetName(), ka.GetInterval().AsDuration(), gwextproc.KeepaliveMinTime)
 	}
 	return nil
 }
@@ -969,6 +977,18 @@ func TestBootstrapChecksCatchMistakes(t *testing.T) {
 		}},
 		{"route cache cleared", "sidecar.yaml", "ext_proc: mutation safety", func(t *testing.T, c *envoyConfig) {
 			c.hcms[0].extProc.RouteCacheAction = extprocv3.ExternalProcessor_CLEAR
+		}},
+		{"keepalive faster than mcpgate allows", "ingress.yaml", "ext_proc cluster is HTTP/2", func(t *testing.T, c *envoyConfig) {
+			cl := c.clusters[c.hcms[0].extProc.GetGrpcService().GetEnvoyGrpc().GetClusterName()]
+			a := cl.GetTypedExtensionProtocolOptions()[http1Options]
+			o := &upstreamhttpv3.HttpProtocolOptions{}
+			if err := a.UnmarshalTo(o); err != nil {
+				t.Fatal(err)
+			}
+			o.GetExplicitHttpConfig().GetHttp2ProtocolOptions().ConnectionKeepalive.Interval = durationpb.New(5 * time.Second)
+			if err := a.MarshalFrom(o); err != nil {
+				t.Fatal(err)
+			}
 		}},
 		{"listener buffer 1 MiB", "sidecar.yaml", "buffer limits", func(t *testing.T, c *envoyConfig) {
 			c.hcms[0].listener.PerConnectionBufferLimitBytes = wrapperspb.UInt32(1 << 20)

@@ -246,7 +246,13 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.BufferLimit == 0 {
 		cfg.BufferLimit = DefaultBufferLimit
 	}
-	conn, err := grpc.NewClient(cfg.Target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	// Envoy's HTTP/2 client uses fixed flow-control windows (its defaults,
+	// initial_stream_window_size and initial_connection_window_size, are
+	// 256 MiB) and never probes the bandwidth-delay product with PINGs the
+	// way grpc-go's client does; a fixed window turns that probing off, so
+	// the server answers what Envoy would send and nothing more.
+	conn, err := grpc.NewClient(cfg.Target, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithInitialWindowSize(envoyWindow), grpc.WithInitialConnWindowSize(envoyWindow))
 	if err != nil {
 		return nil, fmt.Errorf("envoydriver: ext_proc target %q: %w", cfg.Target, err)
 	}
@@ -335,3 +341,8 @@ func (d *Driver) logf(format string, args ...any) {
 		d.cfg.Logf(format, args...)
 	}
 }
+
+// envoyWindow is Envoy's default HTTP/2 stream and connection flow-control
+// window (http2_protocol_options initial_stream_window_size and
+// initial_connection_window_size: 268435456 bytes).
+const envoyWindow = 256 << 20

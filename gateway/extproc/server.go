@@ -34,6 +34,7 @@ import (
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -690,15 +691,51 @@ func fromHeaderMap(hm *corev3.HeaderMap) (mcp.Header, pseudoHeaders) {
 	return hdr, p
 }
 
+// FlowControlWindow is the HTTP/2 flow-control window, in bytes, the
+// ext_proc listener grants Envoy per stream and per connection (RFC 9113
+// section 6.9.2: SETTINGS_INITIAL_WINDOW_SIZE, and a connection-level
+// WINDOW_UPDATE).
+//
+// A fixed window turns off grpc-go's bandwidth-delay estimation, which
+// otherwise sends a PING and a WINDOW_UPDATE after nearly every DATA frame
+// it receives when messages are as small as ext_proc's, and processes
+// each PING's acknowledgement: per tools/call (BenchmarkExtProcToolsCall
+// under strace) the server sent 4 PINGs and 3 WINDOW_UPDATEs beside its
+// 5 frames of answers and read 4 more acknowledgements; with the fixed
+// window it sends none of them. The estimation pays on long,
+// high-latency links; Envoy talks to mcpgate over loopback, a Unix socket
+// or a cluster network. 1 MiB lets a request body up to about 1 MiB
+// arrive without waiting for a window update (a larger message is granted
+// its window when grpc-go reads its length: one extra round trip, as
+// with the estimator's 64 KiB start), and bounds what a stream Envoy
+// feeds faster than mcpgate answers (STREAMED SSE chunks) can queue in
+// mcpgate (the estimator may grow the window to 16 MiB).
+const FlowControlWindow = 1 << 20
+
+// KeepaliveMinTime is the shortest interval at which the ext_proc listener
+// accepts HTTP/2 PINGs from Envoy, with or without open streams. The
+// Envoy configurations mcpgate ships (config/envoy, the chart) send
+// connection_keepalive PINGs every 30 s; grpc-go's default policy (5
+// minutes, none without streams) counts those as abuse on an idle
+// connection and closes it with GOAWAY ENHANCE_YOUR_CALM
+// ("too_many_pings") at the fourth (three strikes, grpc-go
+// http2Server.handlePing), so Envoy reconnected after every ~2 minutes of
+// quiet. Pings more frequent than this still end the connection.
+const KeepaliveMinTime = 10 * time.Second
+
 // GRPCServerOptions are the grpc-go server options the ext_proc listener
-// needs: messages up to maxMsg bytes (the body limit plus headroom), and a
+// needs: messages up to maxMsg bytes (the body limit plus headroom); a
 // pool of stream workers, so that the goroutines serving streams keep
 // their grown stacks instead of growing a fresh one per HTTP request (OPA's
-// evaluation is deep).
+// evaluation is deep); a fixed flow-control window (FlowControlWindow);
+// and Envoy's keepalive PINGs allowed (KeepaliveMinTime).
 func GRPCServerOptions(maxMsg int) []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(maxMsg),
 		grpc.MaxSendMsgSize(maxMsg),
 		grpc.NumStreamWorkers(uint32(4 * runtime.GOMAXPROCS(0))),
+		grpc.InitialWindowSize(FlowControlWindow),
+		grpc.InitialConnWindowSize(FlowControlWindow),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: KeepaliveMinTime, PermitWithoutStream: true}),
 	}
 }

@@ -28,17 +28,29 @@ const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","i
 // gRPC client, as Envoy would hold.
 func client(t testing.TB) extprocv3.ExternalProcessorClient {
 	t.Helper()
+	return serveServer(t, server(t))
+}
+
+// server is the ext_proc server client serves: the default policy over
+// decls, the two upstreams on their routes.
+func server(t testing.TB) *extproc.Server {
+	t.Helper()
 	eng, err := policy.New(context.Background(), policy.Options{Declarations: decls})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return serve(t, gateway.New(eng, gateway.Options{Declarations: decls, MaxBodyBytes: 1 << 20, MaxJSONDepth: 32, MaxSSEEventBytes: 1 << 20}))
+	return newServer(t, gateway.New(eng, gateway.Options{Declarations: decls, MaxBodyBytes: 1 << 20, MaxJSONDepth: 32, MaxSSEEventBytes: 1 << 20}))
 }
 
 // serve runs the ext_proc server for pipeline p on a loopback port, with
 // the configuration's default budgets (slow work extended), and returns a
 // gRPC client for it.
 func serve(t testing.TB, p *gateway.Pipeline) extprocv3.ExternalProcessorClient {
+	t.Helper()
+	return serveServer(t, newServer(t, p))
+}
+
+func newServer(t testing.TB, p *gateway.Pipeline) *extproc.Server {
 	t.Helper()
 	s, err := extproc.New(extproc.Options{
 		Pipeline:         p,
@@ -48,7 +60,7 @@ func serve(t testing.TB, p *gateway.Pipeline) extprocv3.ExternalProcessorClient 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return serveServer(t, s)
+	return s
 }
 
 // serveServer runs an ext_proc server on a loopback port and returns a
@@ -57,13 +69,20 @@ func serveServer(t testing.TB, s *extproc.Server) extprocv3.ExternalProcessorCli
 	t.Helper()
 	srv := grpc.NewServer(extproc.GRPCServerOptions(2 << 20)...)
 	extprocv3.RegisterExternalProcessorServer(srv, s)
+	return serveGRPC(t, srv)
+}
+
+// serveGRPC serves srv on a loopback port and returns a gRPC client for
+// its ext_proc service.
+func serveGRPC(t testing.TB, srv *grpc.Server, opts ...grpc.DialOption) extprocv3.ExternalProcessorClient {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(srv.Stop)
-	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(ln.Addr().String(), append(opts, grpc.WithTransportCredentials(insecure.NewCredentials()))...)
 	if err != nil {
 		t.Fatal(err)
 	}
