@@ -235,3 +235,81 @@ mappers:
 {{ toYaml . }}
 {{- end }}
 {{- end -}}
+
+{{/*
+mcpgate.gomemlimit: the GOMEMLIMIT value (Go syntax), or "" for none.
+goRuntime.memoryLimit as given; otherwise goRuntime.memoryLimitPercent of
+resources.limits.memory (a Kubernetes quantity: plain bytes or a k, M, G,
+T, P, Ki, Mi, Gi, Ti or Pi suffix), in whole bytes. Fails on a value it
+cannot read, and below 32 MiB: mcpgate's Go runtime alone uses about
+12 MiB idle and 20 MiB at 32 concurrent clients (docs/memory.md), and a
+limit under that keeps the collector running all the time.
+*/}}
+{{- define "mcpgate.gomemlimit" -}}
+{{- $g := default dict .Values.goRuntime -}}
+{{- $explicit := toString (default "" $g.memoryLimit) -}}
+{{- if $explicit -}}
+{{- if not (regexMatch "^(off|[0-9]+(B|KiB|MiB|GiB|TiB)?)$" $explicit) -}}
+{{- fail (printf "goRuntime.memoryLimit %q: want a GOMEMLIMIT such as 200MiB (bytes, with an optional B, KiB, MiB, GiB or TiB suffix) or off" $explicit) -}}
+{{- end -}}
+{{- $explicit -}}
+{{- else -}}
+{{- $pct := default 0 $g.memoryLimitPercent -}}
+{{- if not (or (kindIs "float64" $pct) (kindIs "int" $pct) (kindIs "int64" $pct)) -}}
+{{- fail (printf "goRuntime.memoryLimitPercent %v: want a number from 0 (no GOMEMLIMIT) to 100" $pct) -}}
+{{- end -}}
+{{- if or (lt (float64 $pct) 0.0) (gt (float64 $pct) 100.0) -}}
+{{- fail (printf "goRuntime.memoryLimitPercent %v: want a number from 0 (no GOMEMLIMIT) to 100" $pct) -}}
+{{- end -}}
+{{- $limit := dig "limits" "memory" "" (default dict .Values.resources) -}}
+{{- if and (gt (float64 $pct) 0.0) (ne (toString $limit) "") -}}
+{{- $bytes := 0.0 -}}
+{{- if or (kindIs "float64" $limit) (kindIs "int" $limit) (kindIs "int64" $limit) -}}
+{{- $bytes = float64 $limit -}}
+{{- else -}}
+{{- $q := toString $limit -}}
+{{- if not (regexMatch "^[0-9]+(\\.[0-9]+)?(k|M|G|T|P|Ki|Mi|Gi|Ti|Pi)?$" $q) -}}
+{{- fail (printf "resources.limits.memory %q: cannot compute GOMEMLIMIT from it (want bytes with an optional k, M, G, T, P, Ki, Mi, Gi, Ti or Pi suffix); set goRuntime.memoryLimit instead" $q) -}}
+{{- end -}}
+{{- $unit := dict "" 1 "k" 1000 "M" 1000000 "G" 1000000000 "T" 1000000000000 "P" 1000000000000000 "Ki" 1024 "Mi" 1048576 "Gi" 1073741824 "Ti" 1099511627776 "Pi" 1125899906842624 -}}
+{{- $num := regexReplaceAll "^([0-9.]+)([A-Za-z]*)$" $q "${1}" -}}
+{{- $suffix := regexReplaceAll "^([0-9.]+)([A-Za-z]*)$" $q "${2}" -}}
+{{- $bytes = mulf (float64 $num) (index $unit $suffix) -}}
+{{- end -}}
+{{- $gomem := int64 (floor (divf (mulf $bytes $pct) 100)) -}}
+{{- if lt $gomem 33554432 -}}
+{{- fail (printf "GOMEMLIMIT would be %d bytes (goRuntime.memoryLimitPercent %v of resources.limits.memory %v), under 32 MiB: mcpgate's Go runtime needs about 20 MiB under load. Raise resources.limits.memory, or set goRuntime.memoryLimit (or memoryLimitPercent: 0)." $gomem $pct $limit) -}}
+{{- end -}}
+{{- printf "%d" $gomem -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* mcpgate.goRuntimeEnv: GOMEMLIMIT and GOGC env entries (goRuntime), or nothing. */}}
+{{- define "mcpgate.goRuntimeEnv" -}}
+{{- $g := default dict .Values.goRuntime -}}
+{{- $gomem := include "mcpgate.gomemlimit" . -}}
+{{- $gogc := toString (default "" $g.gogc) -}}
+{{- if and $gogc (not (regexMatch "^(off|[0-9]+)$" $gogc)) -}}
+{{- fail (printf "goRuntime.gogc %q: want a whole number (100 is Go's default) or off" $gogc) -}}
+{{- end -}}
+{{- if and (eq $gogc "off") (or (not $gomem) (eq $gomem "off")) -}}
+{{- fail "goRuntime.gogc off without a GOMEMLIMIT: the heap would grow without bound. Set resources.limits.memory (with goRuntime.memoryLimitPercent) or goRuntime.memoryLimit." -}}
+{{- end -}}
+{{- if and (eq $gogc "off") .Values.autoscaling.enabled .Values.autoscaling.targetMemoryUtilizationPercentage -}}
+{{- fail "goRuntime.gogc off with autoscaling.targetMemoryUtilizationPercentage: with the collector off, memory stays near GOMEMLIMIT whatever the load, and the autoscaler would only ever scale up. Keep a GOGC, or scale on CPU." -}}
+{{- end -}}
+{{- range $e := .Values.extraEnv -}}
+{{- if has (toString $e.name) (list "GOMEMLIMIT" "GOGC") -}}
+{{- fail (printf "extraEnv sets %s: use goRuntime.memoryLimit / memoryLimitPercent / gogc, which the chart writes itself" $e.name) -}}
+{{- end -}}
+{{- end -}}
+{{- if and $gomem (ne $gomem "off") }}
+- name: GOMEMLIMIT
+  value: {{ $gomem | quote }}
+{{- end }}
+{{- if $gogc }}
+- name: GOGC
+  value: {{ $gogc | quote }}
+{{- end }}
+{{- end -}}
