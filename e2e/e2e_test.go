@@ -32,7 +32,10 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	bin = filepath.Join(dir, "mcpgate")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/mcpgate/mcpgate/cmd/mcpgate").CombinedOutput()
+	// Built the way the Dockerfile builds the image: static, no cgo.
+	build := exec.Command("go", "build", "-trimpath", "-o", bin, "github.com/mcpgate/mcpgate/cmd/mcpgate")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := build.CombinedOutput()
 	if err != nil {
 		os.Stderr.Write(out)
 		panic(err)

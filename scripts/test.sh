@@ -55,7 +55,8 @@ step "Helm chart (lint, template goldens, Kubernetes and Envoy checks)"
 scripts/chart-test.sh
 
 step "MCP conformance suite (direct and through mcpgate)"
-go build -o .bin/mcpgate ./cmd/mcpgate
+# Built the way the Dockerfile builds the image.
+CGO_ENABLED=0 go build -trimpath -o .bin/mcpgate ./cmd/mcpgate
 MCPGATE_BIN="$PWD/.bin/mcpgate" e2e/conformance/run.sh
 
 printf '\nall tests passed\n'

@@ -211,7 +211,10 @@ func bench(ctx context.Context, o options, stdout io.Writer) error {
 	if o.binary == "" {
 		o.binary = filepath.Join(dir, "mcpgate")
 		fmt.Fprintln(stdout, "building mcpgate …")
-		if out, err := exec.CommandContext(ctx, "go", "build", "-o", o.binary, "github.com/mcpgate/mcpgate/cmd/mcpgate").CombinedOutput(); err != nil {
+		// Built the way the Dockerfile builds the image: static, no cgo.
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", o.binary, "github.com/mcpgate/mcpgate/cmd/mcpgate")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	}
