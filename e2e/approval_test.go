@@ -11,17 +11,20 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/goccy/go-yaml"
 	"github.com/mcpgate/mcpgate/config"
 	"github.com/mcpgate/mcpgate/e2e/oidcprovider/oidctest"
 	"github.com/mcpgate/mcpgate/e2e/oidcprovider/provider"
 	"github.com/mcpgate/mcpgate/internal/approval"
 	"github.com/mcpgate/mcpgate/internal/demo"
+	"github.com/mcpgate/mcpgate/policy"
 )
 
 // The approval page's set-up (startApprovalEnv).
@@ -514,5 +517,49 @@ func apWait(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("%s: not seen in 10s", what)
 		case <-time.After(50 * time.Millisecond):
 		}
+	}
+}
+
+// TestApprovalFollowsReload: a configuration reload (SIGHUP, App.Reload)
+// that adds a right to a tool's declaration applies to the approval page
+// at once: an approver who held every right the old declaration named,
+// but not the new one, can no longer approve a pending action of it.
+func TestApprovalFollowsReload(t *testing.T) {
+	env := startApprovalEnv(t, "approvals-reload", nil)
+	env.e.demo.Reset()
+	p := env.preview(t, "1", demo.ToolSendBookingConfirmation, `{"booking_id":"B-1001"}`)
+
+	const newRight = "bookings:notify_customers"
+	cfg := *env.g.cfg
+	cfg.Upstreams = append([]config.Upstream(nil), cfg.Upstreams...)
+	tools := map[string]policy.ToolDeclaration{}
+	for name, d := range cfg.Upstreams[0].Tools {
+		tools[name] = d
+	}
+	d := tools[demo.ToolSendBookingConfirmation]
+	d.Rights = append(append([]string(nil), d.Rights...), newRight)
+	tools[demo.ToolSendBookingConfirmation] = d
+	cfg.Upstreams[0].Tools = tools
+	out, err := yaml.Marshal(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "mcpgate.yaml")
+	if err := os.WriteFile(file, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env.g.app.SetConfigFile(file, nil)
+	if err := env.g.app.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	carol, pg := env.signIn(t, "carol", strings.TrimPrefix(p.URL, env.admin))
+	pg = carol.post(p.URL+"/approve", url.Values{"csrf": {csrfOf(t, pg)}}, nil)
+	refused(t, "approve after the declaration gained a right", pg, 403, "missing_right")
+	if !strings.Contains(pg.body, newRight) {
+		t.Fatalf("the refusal does not name the new right %s: %s", newRight, pg.body)
+	}
+	if n := env.e.demo.Calls(demo.ToolSendBookingConfirmation); n != 0 {
+		t.Fatalf("the action ran %d times", n)
 	}
 }

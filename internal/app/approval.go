@@ -20,8 +20,14 @@ func (a *App) newApprovalPage(cfg *config.Config, writes *gateway.WriteSafety, d
 	}
 	o := approval.Options{
 		BaseURL: c.BaseURL, DemoSignIn: c.DemoSignIn, Actions: writes.Actions, Rights: a.id.rights,
+		// The running declarations: a configuration reload (SIGHUP) that
+		// changes a tool's rights applies to the approvers checked next.
 		ToolRights: func(upstream, tool string) ([]string, bool) {
-			d, ok := decls[upstream][tool]
+			cur := decls
+			if a.Pipeline != nil {
+				cur = a.Pipeline.Options().Declarations
+			}
+			d, ok := cur[upstream][tool]
 			return d.Rights, ok
 		},
 		Sealer: a.sealing.sealer, Audit: a.id.audit, SessionTTL: c.SessionTTLDuration(),
