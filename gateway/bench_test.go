@@ -1,12 +1,18 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
 	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/policy"
+	"github.com/mcpgate/mcpgate/ratelimit"
 )
 
 var benchDecls = map[string]map[string]policy.ToolDeclaration{
@@ -75,5 +81,125 @@ func BenchmarkHandleToolsCallOwnCost(b *testing.B) {
 		if _, v := p.HandleRequest(ctx, &gateway.Request{Transport: gateway.TransportProxy, Method: "POST", Path: "/mcp", Upstream: "demo", Header: hdr, Body: body}); v.Local != nil {
 			b.Fatal("refused")
 		}
+	}
+}
+
+// exchangeDecls mirror e2e/bench's get_status: a read with rights and a
+// result allowlist (region is dropped).
+var exchangeDecls = map[string]map[string]policy.ToolDeclaration{"demo": {
+	"get_status": {Effect: policy.EffectRead, Rights: []string{"status:read"}, ResultFields: []string{"service", "state", "checked_at"}},
+}}
+
+const (
+	exchangeCall = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"get_status","arguments":{"service":"db"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1.0.0"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
+	// What the Go SDK answers for get_status (JSON, structured output).
+	exchangeAnswer = `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"{\"service\":\"db\",\"state\":\"up\",\"checked_at\":\"2026-01-01T00:00:00Z\",\"region\":\"eu-1\"}"}],"structuredContent":{"service":"db","state":"up","checked_at":"2026-01-01T00:00:00Z","region":"eu-1"}}}`
+)
+
+// newExchangePipeline is the pipeline as `mcpgate serve` runs it for the
+// e2e bench, minus the process: the default policy (memo on), an
+// authenticated caller, the catalog, rate buckets that never refuse, the
+// loop brake and metrics. The authenticator is the test double fakeAuth:
+// internal/authn (the real one) is measured in its own package.
+func newExchangePipeline(b testing.TB) *gateway.Pipeline {
+	return newExchangePipelineWith(b, exchangeCatalog(), prometheus.NewRegistry())
+}
+
+func exchangeCatalog() *staticCatalog {
+	return &staticCatalog{loaded: true, tools: []gateway.CatalogTool{{Name: "get_status", Hash: "sha256:bench", State: policy.CatalogApproved,
+		InputSchema: jsontext.Value(`{"type":"object","properties":{"service":{"type":"string"}},"required":["service"]}`)}}}
+}
+
+func newExchangePipelineWith(b testing.TB, cat gateway.ToolCatalog, reg prometheus.Registerer) *gateway.Pipeline {
+	eng, err := policy.New(context.Background(), policy.Options{Declarations: exchangeDecls})
+	if err != nil {
+		b.Fatal(err)
+	}
+	lim := &gateway.Limits{Limiter: ratelimit.NewMemory(0), Buckets: map[string]ratelimit.Limit{
+		"reads": {Rate: 1_000_000, Period: time.Second, Burst: 1_000_000}}, LoopBrake: 3, DefaultDeadline: time.Minute}
+	return gateway.New(eng, gateway.Options{Declarations: exchangeDecls, MaxBodyBytes: 4 << 20, MaxJSONDepth: 64, MaxSSEEventBytes: 16 << 20,
+		Authenticator: &fakeAuth{}, Catalog: cat, Limits: lim, SecretNames: []string{"password"},
+		Metrics: gateway.NewMetrics(reg)})
+}
+
+// BenchmarkToolsCallExchange is one allowed tools/call through the whole
+// pipeline, both sides: request gates, authentication, catalog and schema
+// check, decision (a memo hit after the first), limits, forward verdict,
+// then the upstream's JSON answer parsed, shaped (the allowlist drops
+// region), re-encoded, settled, and the metrics recorded.
+func BenchmarkToolsCallExchange(b *testing.B) {
+	p := newExchangePipeline(b)
+	body, answerBody := []byte(exchangeCall), []byte(exchangeAnswer)
+	ctx := context.Background()
+	respHeader := mcp.Header{"content-type": {"application/json"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		hdr := mcp.Header{
+			"content-type":         {"application/json"},
+			"accept":               {"application/json, text/event-stream"},
+			"authorization":        {"Bearer good-status:read"},
+			"mcp-protocol-version": {"2026-07-28"},
+			"mcp-method":           {"tools/call"},
+			"mcp-name":             {"get_status"},
+		}
+		x, v := p.HandleRequest(ctx, &gateway.Request{Transport: gateway.TransportProxy, Method: "POST", Path: "/mcp", Upstream: "demo", Header: hdr, Body: body})
+		if v.Local != nil {
+			b.Fatalf("refused: %s", v.Local.Body)
+		}
+		if mode, err := x.ResponseHeaders(200, respHeader); err != nil || mode != gateway.BufferJSON {
+			b.Fatal(mode, err)
+		}
+		out, changed, err := x.ResponseBody(ctx, answerBody)
+		if err != nil || !changed || bytes.Contains(out, []byte("region")) {
+			b.Fatalf("%v %v %s", changed, err, out)
+		}
+		x.Finish()
+	}
+}
+
+// BenchmarkToolsCallExchangeSSE is BenchmarkToolsCallExchange with the
+// answer on text/event-stream (one progress notification, then the
+// result event), relayed through the EventRewriter.
+func BenchmarkToolsCallExchangeSSE(b *testing.B) {
+	p := newExchangePipeline(b)
+	body := []byte(exchangeCall)
+	chunk := []byte("event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":1,\"message\":\"checking\"}}\n\n" +
+		"event: message\ndata: " + exchangeAnswer + "\n\n")
+	ctx := context.Background()
+	respHeader := mcp.Header{"content-type": {"text/event-stream"}}
+	var relayed int
+	emit := func(ev []byte) error {
+		if bytes.Contains(ev, []byte("region")) {
+			b.Fatalf("unshaped: %s", ev)
+		}
+		relayed++
+		return nil
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		hdr := mcp.Header{
+			"content-type":         {"application/json"},
+			"accept":               {"application/json, text/event-stream"},
+			"authorization":        {"Bearer good-status:read"},
+			"mcp-protocol-version": {"2026-07-28"},
+			"mcp-method":           {"tools/call"},
+			"mcp-name":             {"get_status"},
+		}
+		x, v := p.HandleRequest(ctx, &gateway.Request{Transport: gateway.TransportProxy, Method: "POST", Path: "/mcp", Upstream: "demo", Header: hdr, Body: body})
+		if v.Local != nil {
+			b.Fatalf("refused: %s", v.Local.Body)
+		}
+		if mode, err := x.ResponseHeaders(200, respHeader); err != nil || mode != gateway.StreamSSE {
+			b.Fatal(mode, err)
+		}
+		w := x.NewEventRewriter(ctx)
+		relayed = 0
+		if err := w.Write(chunk, emit); err != nil {
+			b.Fatal(err)
+		}
+		if err := w.Flush(emit); err != nil || relayed != 2 {
+			b.Fatal(relayed, err)
+		}
+		x.Finish()
 	}
 }

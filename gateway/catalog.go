@@ -3,13 +3,13 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"log/slog"
 	"maps"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -61,8 +61,11 @@ type schemaCache struct {
 	mu      sync.Mutex
 	schemas map[string]schemaEntry
 	shapers sync.Map // toolKey → *shape.Shaper (nil: nothing to shape)
-	byRules sync.Map // rulesKey → *shape.Shaper, the shapers decisions ask for
-	nRules  atomic.Int64
+	// byRules holds the shapers decisions ask for, by appendRulesKey; a plain
+	// map under a read lock, so that a lookup with the key's bytes
+	// allocates nothing.
+	rulesMu sync.RWMutex
+	byRules map[string]*shape.Shaper
 	listed  sync.Map // definition hash → jsontext.Value, the inputSchema tools/list shows
 	output  sync.Map // definition hash → jsontext.Value, the outputSchema tools/list shows
 }
@@ -143,10 +146,14 @@ func (p *Pipeline) resultShaper(upstream, tool string, d *policy.Decision) (*sha
 	if len(r.UntrustedText) == 0 && len(r.Fields) == 0 && len(r.Drop) == 0 {
 		return p.secretShaper, nil
 	}
-	key := rulesKey(r)
+	var buf [256]byte
+	key := appendRulesKey(buf[:0], r)
 	c := &p.schemas
-	if v, ok := c.byRules.Load(key); ok {
-		return v.(*shape.Shaper), nil
+	c.rulesMu.RLock()
+	s, ok := c.byRules[string(key)]
+	c.rulesMu.RUnlock()
+	if ok {
+		return s, nil
 	}
 	rules := shape.Rules{ResultFields: r.Fields, UntrustedText: r.UntrustedText, SecretNames: p.opts.SecretNames}
 	if len(r.Drop) > 0 {
@@ -156,30 +163,28 @@ func (p *Pipeline) resultShaper(upstream, tool string, d *policy.Decision) (*sha
 	if err != nil {
 		return nil, err
 	}
-	if c.nRules.Add(1) > maxSchemas {
+	c.rulesMu.Lock()
+	defer c.rulesMu.Unlock()
+	if c.byRules == nil || len(c.byRules) >= maxSchemas {
 		// A policy answering ever new paths (e.g. from arguments): start
 		// over rather than grow without bound.
-		c.byRules.Clear()
-		c.nRules.Store(1)
+		c.byRules = map[string]*shape.Shaper{}
 	}
-	c.byRules.Store(key, s)
+	c.byRules[string(key)] = s
 	return s, nil
 }
 
-// rulesKey identifies a decision's result paths: each list's entries
-// joined by NUL (not a path or name character), the lists by SOH.
-func rulesKey(r *policy.ResultPaths) string {
-	var b strings.Builder
-	for i, list := range [][]string{r.UntrustedText, r.Fields, r.Drop} {
-		if i > 0 {
-			b.WriteByte(1)
-		}
+// appendRulesKey appends the key of a decision's result paths to b: each
+// list's length, then each entry's length and bytes (uvarints), so two
+// different ResultPaths never share a key.
+func appendRulesKey(b []byte, r *policy.ResultPaths) []byte {
+	for _, list := range [...][]string{r.UntrustedText, r.Fields, r.Drop} {
+		b = binary.AppendUvarint(b, uint64(len(list)))
 		for _, e := range list {
-			b.WriteString(e)
-			b.WriteByte(0)
+			b = append(binary.AppendUvarint(b, uint64(len(e))), e...)
 		}
 	}
-	return b.String()
+	return b
 }
 
 // shapeRefusal is the answer to an allowed tools/call whose decision asks
@@ -207,17 +212,17 @@ func (p *Pipeline) catalogTool(x *Exchange) bool {
 		return true
 	}
 	msg := x.msg
-	t, listed, loaded := c.Tool(x.req.Upstream, msg.Name)
-	if !loaded {
+	if !x.lookupTool(msg.Name) {
 		return false
 	}
+	t, listed := &x.cat.tool, x.cat.listed
 	in := &x.input
 	in.Tool.Catalog = &policy.ToolCatalog{Listed: listed}
 	if !listed {
 		return true
 	}
-	in.Tool.Catalog = catalogEntry(&t)
-	s, err := p.schema(&t)
+	in.Tool.Catalog = catalogEntry(t)
+	s, err := p.schema(t)
 	if err != nil {
 		// Fail closed: a tool whose calls cannot be checked is refused
 		// (tool_unusable) and not listed; no argument could fix it.
@@ -242,6 +247,30 @@ func (p *Pipeline) catalogTool(x *Exchange) bool {
 		in.Message.Arguments = res.Arguments // the policy judges what is forwarded
 	}
 	return true
+}
+
+// catalogLookup is what the catalog answered for one request, looked up
+// once per request (HandleRequest checks the catalog is loaded, the policy
+// input and the schema check use the same entry).
+type catalogLookup struct {
+	name   string      // the tool looked up (tools/call)
+	tool   CatalogTool // its entry, when listed
+	found  bool        // name was looked up
+	listed bool        // the upstream lists it
+	loaded bool        // the upstream's catalog is loaded
+	// tools is the upstream's whole list (tools/list), nil if not looked up.
+	tools []CatalogTool
+}
+
+// lookupTool looks tool name up in the catalog, once per exchange and
+// name, and reports whether the upstream's catalog is loaded.
+func (x *Exchange) lookupTool(name string) bool {
+	c := &x.cat
+	if !c.found || c.name != name {
+		c.tool, c.listed, c.loaded = x.p.opts.Catalog.Tool(x.req.Upstream, name)
+		c.name, c.found = name, true
+	}
+	return c.loaded
 }
 
 // catalogEntry is the policy's view of a listed tool's catalog entry.
@@ -323,17 +352,40 @@ func replaceArguments(body []byte, newArgs []byte) ([]byte, error) {
 	return withMember(body, "params", params)
 }
 
-// member returns the value of an object's member key.
+// member returns the value of an object's member key (the first one of
+// that name; names compared after unescaping). Unlike eachMember it makes
+// no string of the names it passes over: a lookup allocates nothing.
 func member(obj []byte, key string) (jsontext.Value, bool, error) {
-	var found jsontext.Value
-	err := eachMember(obj, func(name string, v jsontext.Value) bool {
-		if name == key {
-			found = v
-			return true
+	md := memberDecoders.Get().(*memberDecoder)
+	defer md.release()
+	md.src = *bytes.NewBuffer(obj)
+	dec := &md.dec
+	dec.Reset(&md.src)
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return nil, false, errors.New("not a JSON object")
+	}
+	for dec.PeekKind() == '"' {
+		raw, err := dec.ReadValue() // the quoted name, validated
+		if err != nil {
+			return nil, false, err
 		}
-		return false
-	})
-	return found, found != nil, err
+		name := raw[1 : len(raw)-1]
+		if bytes.IndexByte(name, '\\') >= 0 {
+			if md.name, err = jsontext.AppendUnquote(md.name[:0], raw); err != nil {
+				return nil, false, err
+			}
+			name = md.name
+		}
+		match := string(name) == key
+		v, err := dec.ReadValue()
+		if err != nil {
+			return nil, false, err
+		}
+		if match {
+			return v[:len(v):len(v)], true, nil
+		}
+	}
+	return nil, false, nil
 }
 
 // eachMember calls fn with every member of the JSON object obj, in order,
@@ -371,8 +423,9 @@ func eachMember(obj []byte, fn func(name string, v jsontext.Value) (stop bool)) 
 
 // memberDecoder is eachMember's pooled decoder and its source.
 type memberDecoder struct {
-	dec jsontext.Decoder
-	src bytes.Buffer
+	dec  jsontext.Decoder
+	src  bytes.Buffer
+	name []byte // member's unescaping space
 }
 
 var memberDecoders = sync.Pool{New: func() any { return new(memberDecoder) }}
@@ -384,6 +437,9 @@ var noInput = new(bytes.Reader)
 func (md *memberDecoder) release() {
 	md.dec.Reset(noInput)
 	md.src = bytes.Buffer{}
+	if cap(md.name) > 1<<10 {
+		md.name = nil
+	}
 	memberDecoders.Put(md)
 }
 
@@ -510,7 +566,10 @@ func argumentText(arguments []byte, name string) (string, bool) {
 // and annotations derived from its declared effect class (not the
 // upstream's own hints), marked cacheScope "private" under 2026-07-28.
 func (p *Pipeline) listAnswer(ctx context.Context, x *Exchange) *Local {
-	tools, loaded := p.opts.Catalog.Tools(x.req.Upstream)
+	tools, loaded := x.cat.tools, x.cat.tools != nil
+	if !loaded {
+		tools, loaded = p.opts.Catalog.Tools(x.req.Upstream)
+	}
 	if !loaded {
 		x.outcome = OutcomeError
 		return catalogUnavailable(x.msg)

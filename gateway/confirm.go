@@ -72,7 +72,9 @@ func (p *Pipeline) preview(ctx context.Context, x *Exchange, d *policy.Decision)
 	}
 	title, hash := titleFromName(x.msg.Name), ""
 	if p.opts.Catalog != nil {
-		if t, listed, _ := p.opts.Catalog.Tool(x.req.Upstream, x.msg.Name); listed {
+		// The entry the policy judged (looked up once per request).
+		if x.lookupTool(x.msg.Name); x.cat.listed {
+			t := &x.cat.tool
 			hash = t.Hash
 			if t.Title != "" {
 				title = t.Title

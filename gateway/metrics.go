@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -50,6 +51,21 @@ type Metrics struct {
 	writes           *prometheus.CounterVec // writes.go
 	limits           *prometheus.CounterVec // limits.go
 	listChanged      *prometheus.CounterVec // listchanged.go
+
+	// series are the request counter and duration histogram of each
+	// label set seen, resolved once: WithLabelValues hashes and looks the
+	// labels up on every call. The label values come from closed sets
+	// (see the constants above), so the map stays small.
+	seriesMu sync.RWMutex
+	series   map[seriesKey]requestSeries
+	upstream map[string]prometheus.Observer // upstreamDuration's, by upstream
+}
+
+type seriesKey struct{ transport, method, outcome string }
+
+type requestSeries struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
 }
 
 // NewMetrics creates the collectors and registers them with reg.
@@ -101,8 +117,23 @@ func (m *Metrics) observeRequest(transport, method, outcome string, d time.Durat
 	if m == nil {
 		return
 	}
-	m.requests.WithLabelValues(transport, method, outcome).Inc()
-	m.requestDuration.WithLabelValues(transport, method).Observe(d.Seconds())
+	k := seriesKey{transport, method, outcome}
+	m.seriesMu.RLock()
+	rs, ok := m.series[k]
+	m.seriesMu.RUnlock()
+	if !ok {
+		// The children WithLabelValues returns are the collector's own
+		// (created once, never replaced): keeping them is exact.
+		rs = requestSeries{m.requests.WithLabelValues(transport, method, outcome), m.requestDuration.WithLabelValues(transport, method)}
+		m.seriesMu.Lock()
+		if m.series == nil {
+			m.series = map[seriesKey]requestSeries{}
+		}
+		m.series[k] = rs
+		m.seriesMu.Unlock()
+	}
+	rs.requests.Inc()
+	rs.duration.Observe(d.Seconds())
 }
 
 func (m *Metrics) observePolicy(d time.Duration) {
@@ -123,7 +154,20 @@ func (m *Metrics) ObserveUpstream(upstream string, d time.Duration) {
 	if m == nil {
 		return
 	}
-	m.upstreamDuration.WithLabelValues(upstream).Observe(d.Seconds())
+	m.seriesMu.RLock()
+	o, ok := m.upstream[upstream]
+	m.seriesMu.RUnlock()
+	if !ok {
+		// upstream is a configured upstream's name: a closed set.
+		o = m.upstreamDuration.WithLabelValues(upstream)
+		m.seriesMu.Lock()
+		if m.upstream == nil {
+			m.upstream = map[string]prometheus.Observer{}
+		}
+		m.upstream[upstream] = o
+		m.seriesMu.Unlock()
+	}
+	o.Observe(d.Seconds())
 }
 
 // PolicyReloaded counts one reload attempt; the policy engine's OnReload

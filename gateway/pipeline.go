@@ -369,7 +369,8 @@ type Exchange struct {
 	deadline    time.Duration
 	input       policy.Input
 	decision    *policy.Decision
-	ls          *listStream // the notification stream watched for tool list changes (listchanged.go)
+	cat         catalogLookup // the catalog's answer for this request (catalog.go)
+	ls          *listStream   // the notification stream watched for tool list changes (listchanged.go)
 }
 
 // Message returns the parsed message, nil if the request carried none.
@@ -607,7 +608,16 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 		}
 	}
 	if p.opts.Catalog != nil && (msg.Method == "tools/call" || msg.Method == "tools/list") {
-		if _, loaded := p.opts.Catalog.Tools(r.Upstream); !loaded {
+		// One look at the catalog per request: the entry (or the list)
+		// found here is the one the policy and the answer use
+		// (catalogTool, listAnswer).
+		var loaded bool
+		if msg.Method == "tools/call" {
+			loaded = x.lookupTool(msg.Name)
+		} else {
+			x.cat.tools, loaded = p.opts.Catalog.Tools(r.Upstream)
+		}
+		if !loaded {
 			x.outcome = OutcomeError
 			return Verdict{Local: catalogUnavailable(msg)}
 		}
@@ -831,11 +841,16 @@ func serveDocument(x *Exchange, doc []byte, contentType, maxAge string) Verdict 
 // cookies (ARCHITECTURE.md, "Forward").
 var credentialHeaders = []string{"authorization", "cookie"}
 
+// identityEncoding is the accept-encoding every forwarded request gets.
+// Shared by every verdict: its capacity is its length, so an adapter that
+// adds a value copies it; nothing writes into it.
+var identityEncoding = []string{"identity"}[:1:1]
+
 // forwardVerdict lets the request go upstream. The upstream is asked for an
 // identity-encoded response so the pipeline never inspects compressed bytes.
 func (p *Pipeline) forwardVerdict(x *Exchange, body []byte, changed bool) Verdict {
 	x.mark(SpanForward)
-	v := Verdict{SetHeader: mcp.Header{"accept-encoding": {"identity"}}}
+	v := Verdict{SetHeader: mcp.Header{"accept-encoding": identityEncoding}}
 	// The upstream sees the standard headers in their plain form: a
 	// base64-encoded Mcp-Name that matched the body is re-derived from it.
 	if m := x.msg; m != nil && m.Target() != "" {
@@ -845,9 +860,11 @@ func (p *Pipeline) forwardVerdict(x *Exchange, body []byte, changed bool) Verdic
 			}
 		}
 	}
+	// The fields to remove, in one allocation (aliases, rare, grow it).
+	v.RemoveHeader = make([]string, 0, 2+len(credentialHeaders)+len(p.opts.StripHeaders))
 	if changed {
 		v.Body, v.BodyChanged = body, true
-		v.RemoveHeader = []string{"content-encoding"}
+		v.RemoveHeader = append(v.RemoveHeader, "content-encoding")
 	}
 	v.RemoveHeader = append(v.RemoveHeader, AssertionHeader)
 	if p.opts.Authenticator != nil {

@@ -88,7 +88,16 @@ func (x *Exchange) ResponseHeaders(status int, h mcp.Header) (ResponseMode, erro
 	if enc := strings.ToLower(h.Get("content-encoding")); enc != "" && enc != "identity" {
 		return PassThrough, ErrUpstreamResponse
 	}
-	mt, _, _ := mime.ParseMediaType(h.Get("content-type"))
+	ct := h.Get("content-type")
+	var mt string
+	switch {
+	case plainMediaType(ct, "application/json"):
+		mt = "application/json"
+	case plainMediaType(ct, "text/event-stream"):
+		mt = "text/event-stream"
+	default:
+		mt, _, _ = mime.ParseMediaType(ct)
+	}
 	switch mt {
 	case "application/json":
 		return BufferJSON, nil
@@ -105,7 +114,7 @@ func (x *Exchange) ResponseHeaders(status int, h mcp.Header) (ResponseMode, erro
 // body to relay and whether it differs from body (then the adapter sets a
 // new content-length).
 func (x *Exchange) ResponseBody(ctx context.Context, body []byte) ([]byte, bool, error) {
-	out, err := x.shape(ctx, body)
+	out, err := x.shape(ctx, body, nil)
 	if err != nil {
 		return nil, false, err
 	}
@@ -115,9 +124,26 @@ func (x *Exchange) ResponseBody(ctx context.Context, body []byte) ([]byte, bool,
 	return out, true, nil
 }
 
+// parsedBody is body's mcp.Parse result, when the caller already has it.
+type parsedBody struct {
+	msg  *mcp.Message
+	perr *mcp.Error
+}
+
+// parse is mcp.Parse of body, or pre's result when pre is set (the same
+// body, parsed once by the caller: Parse is a function of the body and
+// the depth limit alone).
+func (x *Exchange) parse(body []byte, pre *parsedBody) (*mcp.Message, *mcp.Error) {
+	if pre != nil {
+		return pre.msg, pre.perr
+	}
+	return mcp.Parse(body, x.p.opts.MaxJSONDepth)
+}
+
 // shape returns the rewritten message, nil when nothing changes, or an error
-// when body is not the JSON-RPC answer to this request.
-func (x *Exchange) shape(ctx context.Context, body []byte) ([]byte, error) {
+// when body is not the JSON-RPC answer to this request. pre, when set, is
+// body already parsed.
+func (x *Exchange) shape(ctx context.Context, body []byte, pre *parsedBody) ([]byte, error) {
 	if x.listKind == "" && !x.shapeResult && !x.shapeNotes {
 		// A watched notification stream: read for tools/list_changed,
 		// relayed as it is, never withheld (nothing in it is shaped but a
@@ -126,13 +152,13 @@ func (x *Exchange) shape(ctx context.Context, body []byte) ([]byte, error) {
 			return out, nil
 		}
 		if x.p.opts.OnToolsChanged != nil && bytes.Contains(body, []byte("notifications/tools/list_changed")) {
-			if msg, perr := mcp.Parse(body, x.p.opts.MaxJSONDepth); perr == nil && msg.Kind == mcp.KindNotification && msg.Method == "notifications/tools/list_changed" {
+			if msg, perr := x.parse(body, pre); perr == nil && msg.Kind == mcp.KindNotification && msg.Method == "notifications/tools/list_changed" {
 				x.p.opts.OnToolsChanged(x.req.Upstream)
 			}
 		}
 		return nil, nil
 	}
-	msg, perr := mcp.Parse(body, x.p.opts.MaxJSONDepth)
+	msg, perr := x.parse(body, pre)
 	if perr != nil {
 		return nil, errors.Join(ErrUpstreamResponse, perr)
 	}
@@ -493,12 +519,15 @@ func (w *EventRewriter) event(raw []byte, emit func([]byte) error) error {
 	if !ev.HasData || len(data) == 0 {
 		return emit(raw)
 	}
+	var pre *parsedBody
 	if !w.answered && (bytes.Contains(data, []byte(`"result"`)) || bytes.Contains(data, []byte(`"error"`))) {
-		if m, perr := mcp.Parse(data, w.x.p.opts.MaxJSONDepth); perr == nil && m.Kind == mcp.KindResponse {
+		m, perr := mcp.Parse(data, w.x.p.opts.MaxJSONDepth)
+		if perr == nil && m.Kind == mcp.KindResponse {
 			w.answered = true
 		}
+		pre = &parsedBody{m, perr} // shape reads the same parse
 	}
-	out, err := w.x.shape(w.ctx, data)
+	out, err := w.x.shape(w.ctx, data, pre)
 	if w.ls != nil && err == nil {
 		seen := data
 		if out != nil {

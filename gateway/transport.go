@@ -211,12 +211,36 @@ func isLoopbackOrigin(o string) bool {
 // and case tolerated) in UTF-8, the only encoding JSON-RPC bodies are
 // parsed in (RFC 8259 §8.1).
 func isJSON(contentType string) bool {
+	if plainMediaType(contentType, "application/json") {
+		return true // what mime.ParseMediaType makes of it: no charset
+	}
 	mt, params, err := mime.ParseMediaType(contentType)
 	if err != nil || mt != "application/json" {
 		return false
 	}
 	cs, ok := params["charset"]
 	return !ok || strings.EqualFold(cs, "utf-8") || strings.EqualFold(cs, "utf8")
+}
+
+// plainMediaType reports whether the field value v is the media type mt
+// (lower case) alone, in any ASCII case, without parameters or spaces: the
+// common form, which mime.ParseMediaType parses to mt and no parameters,
+// recognised without its allocations. Anything else is left to
+// mime.ParseMediaType.
+func plainMediaType(v, mt string) bool {
+	if len(v) != len(mt) {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != mt[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // isToken reports whether s is an HTTP field name (RFC 9110 token).

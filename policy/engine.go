@@ -221,13 +221,33 @@ func (e *Engine) Decide(ctx context.Context, in *Input) (*Decision, error) {
 	if in == nil {
 		return e.fail(ctx, d, CodeInvalidInput, fmt.Errorf("%w: nil Input", ErrInvalidInput))
 	}
+	p := e.current.Load()
+	var key []byte
+	if p.memo != nil && !e.noMemo && memoable(in) {
+		kb := memoKeys.Get().(*[]byte)
+		defer memoKeys.Put(kb)
+		key = memoKey((*kb)[:0], in)
+		*kb = key[:0] // keep a grown buffer
+		if ctx.Err() == nil && p.memo.get(key, d) {
+			// A repeat (memo.go): no OPA input is built unless the
+			// decision logs or the shadow policy need it.
+			e.outOfBand(ctx, in, d)
+			if e.logs != nil || e.shadow != nil {
+				input, err := inputValue(in, e.caches.Load())
+				if err != nil { // cannot happen: the same fields converted before
+					return e.fail(ctx, d, CodeInvalidInput, fmt.Errorf("%w: %w", ErrInvalidInput, err))
+				}
+				e.observe(in, input, p, d, nil)
+			}
+			return d, nil
+		}
+	}
 	input, err := inputValue(in, e.caches.Load())
 	if err != nil {
 		return e.fail(ctx, d, CodeInvalidInput, fmt.Errorf("%w: %w", ErrInvalidInput, err))
 	}
-	p := e.current.Load()
-	if p.memo != nil && !e.noMemo && memoable(in) {
-		d, err = e.memoEval(ctx, p, d, in, input)
+	if key != nil {
+		d, err = e.memoEval(ctx, p, d, in, input, key)
 	} else {
 		d, err = e.eval(ctx, p, d, in, input)
 	}
@@ -278,24 +298,19 @@ func (e *Engine) eval(ctx context.Context, p *policyVersion, d *Decision, in *In
 	return d, nil
 }
 
-// memoEval is eval through p's memo (memo.go): an input equal to one
-// evaluated before gets a copy of that decision, with d's ID and the
-// out-of-band rule applied again; a successful evaluation is remembered.
-// Failures are never remembered.
-func (e *Engine) memoEval(ctx context.Context, p *policyVersion, d *Decision, in *Input, input ast.Value) (*Decision, error) {
+// memoEval is eval through p's memo (memo.go) for an input the memo has
+// no decision for (Decide looked key up): a successful evaluation is
+// remembered under key, before the out-of-band rule is applied. Failures
+// are never remembered.
+func (e *Engine) memoEval(ctx context.Context, p *policyVersion, d *Decision, in *Input, input ast.Value, key []byte) (*Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return e.fail(ctx, d, CodePolicyError, fmt.Errorf("policy: evaluate: %w", err))
-	}
-	hash := input.Hash()
-	if p.memo.get(input, hash, d) {
-		e.outOfBand(ctx, in, d)
-		return d, nil
 	}
 	d, err := e.eval(ctx, p, d, nil, input) // nil: the out-of-band rule after put
 	if err != nil {
 		return d, err
 	}
-	p.memo.put(input, hash, d)
+	p.memo.put(key, d)
 	e.outOfBand(ctx, in, d)
 	return d, nil
 }

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -122,5 +123,262 @@ f(x) := y if { y := rand.intn("k", 10) >= x }`, false},
 	}
 	if d, _ := e.Decide(ctx, requestInput("ping")); d.Allow {
 		t.Fatalf("after reload the previous policy's decision was served: %+v", d)
+	}
+}
+
+// fillInput sets every field of v (an Input, recursively) to a non-zero
+// value: strings distinct, bools true, numbers 7, pointers to filled
+// values, lists of one filled element, raw JSON a small object.
+func fillInput(v reflect.Value, n *int) {
+	switch v.Kind() {
+	case reflect.String:
+		*n++
+		v.SetString(fmt.Sprintf("s%d", *n))
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Int:
+		v.SetInt(7)
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		fillInput(v.Elem(), n)
+	case reflect.Struct:
+		for i := range v.NumField() {
+			fillInput(v.Field(i), n)
+		}
+	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.Uint8 { // jsontext.Value
+			*n++
+			v.SetBytes(fmt.Appendf(nil, `{"a":%d}`, *n))
+			return
+		}
+		v.Set(reflect.MakeSlice(v.Type(), 1, 1))
+		fillInput(v.Index(0), n)
+	default:
+		panic("fillInput: a field of kind " + v.Kind().String() + " (teach memoKey and this test about it)")
+	}
+}
+
+// mutateInput changes the target-th change point of v (counted by *at in
+// walk order) and reports whether it found it; with target < 0 it only
+// counts. Change points: every string, bool, number and raw JSON value;
+// every pointer set to nil; every list grown by one element.
+func mutateInput(v reflect.Value, at *int, target int, path string) (string, bool) {
+	hit := func() bool { *at++; return *at-1 == target }
+	switch v.Kind() {
+	case reflect.String:
+		if hit() {
+			v.SetString(v.String() + "x")
+			return path, true
+		}
+	case reflect.Bool:
+		if hit() {
+			v.SetBool(!v.Bool())
+			return path, true
+		}
+	case reflect.Int:
+		if hit() {
+			v.SetInt(v.Int() + 1)
+			return path, true
+		}
+	case reflect.Pointer:
+		if hit() {
+			v.Set(reflect.Zero(v.Type()))
+			return path + "=nil", true
+		}
+		return mutateInput(v.Elem(), at, target, path)
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if p, ok := mutateInput(v.Field(i), at, target, path+"."+v.Type().Field(i).Name); ok {
+				return p, true
+			}
+		}
+	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			if hit() {
+				v.SetBytes([]byte(`{"b":2}`))
+				return path, true
+			}
+			return "", false
+		}
+		if hit() {
+			v.Set(reflect.Append(v, reflect.Zero(v.Type().Elem())))
+			return path + "+1", true
+		}
+		for i := range v.Len() {
+			if p, ok := mutateInput(v.Index(i), at, target, fmt.Sprintf("%s[%d]", path, i)); ok {
+				return p, true
+			}
+		}
+	}
+	return "", false
+}
+
+// fullInput is an Input with every field set, and its variants: each
+// differs from it in exactly one place (one per change point).
+func fullInput(t *testing.T) (*Input, []*Input, []string) {
+	t.Helper()
+	newFull := func() *Input {
+		in := new(Input)
+		n := 0
+		fillInput(reflect.ValueOf(in).Elem(), &n)
+		return in
+	}
+	count := 0
+	mutateInput(reflect.ValueOf(newFull()).Elem(), &count, -1, "")
+	var variants []*Input
+	var paths []string
+	for i := range count {
+		in := newFull()
+		at := 0
+		p, ok := mutateInput(reflect.ValueOf(in).Elem(), &at, i, "Input")
+		if !ok {
+			t.Fatalf("change point %d not found", i)
+		}
+		variants, paths = append(variants, in), append(paths, p)
+	}
+	if count < 80 {
+		t.Fatalf("only %d change points: the walk misses fields", count)
+	}
+	return newFull(), variants, paths
+}
+
+// The memo key sees every field of Input (memo.go): an Input that differs
+// from another in any one field, at any depth — a string, a flag, a
+// number, raw JSON, a pointer left nil, a list one longer — has another
+// key. A field added to Input without being added to memoKey fails here.
+func TestMemoKeyCoversEveryField(t *testing.T) {
+	base, variants, paths := fullInput(t)
+	key := string(memoKey(nil, base))
+	if again := string(memoKey(nil, base)); again != key {
+		t.Fatal("memoKey is not deterministic")
+	}
+	seen := map[string]string{key: "base"}
+	for i, v := range variants {
+		k := string(memoKey(nil, v))
+		if prev, dup := seen[k]; dup {
+			t.Errorf("%s: same memo key as %s", paths[i], prev)
+		}
+		seen[k] = paths[i]
+	}
+	// Moving bytes from one string to its neighbour keeps the total but
+	// not the key (lengths are part of it).
+	a, b := callInput("search_contacts", alice), callInput("search_contacts", alice)
+	a.Principal.Tenant, a.Principal.Subject = "acmealice", ""
+	b.Principal.Tenant, b.Principal.Subject = "acme", "alice"
+	if string(memoKey(nil, a)) == string(memoKey(nil, b)) {
+		t.Error("neighbouring strings share a key")
+	}
+	// A nil list and an empty one: live_rights absent vs [] differ for
+	// the policy (no rights source vs a subject with no rights).
+	a, b = callInput("search_contacts", alice), callInput("search_contacts", alice)
+	a.Principal.LiveRights, b.Principal.LiveRights = nil, []string{}
+	if string(memoKey(nil, a)) == string(memoKey(nil, b)) {
+		t.Error("live_rights nil and [] share a key")
+	}
+}
+
+// echoPolicy's decision carries the whole input it saw: a decision served
+// for another input would show it.
+const echoPolicy = `package mcpgate
+
+decision := {"allow": true, "reasons": [{"code": "echo", "cause": json.marshal(input)}]}
+`
+
+// Through the real engine and OPA: with the memo holding the decision of
+// the full input, each variant (one field changed) gets the decision of
+// its own input, first and when repeated — never the remembered one.
+func TestDecisionMemoNeverServesAnotherInput(t *testing.T) {
+	ctx := context.Background()
+	dir := policyDir(t, echoPolicy)
+	memo, err := New(ctx, Options{Dirs: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if memo.current.Load().memo == nil {
+		t.Fatal("the echo policy has no memo")
+	}
+	plain, err := New(ctx, Options{Dirs: []string{dir}, NoDecisionMemo: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, variants, paths := fullInput(t)
+	for i, v := range append([]*Input{base}, variants...) {
+		name := "base"
+		if i > 0 {
+			name = paths[i-1]
+		}
+		want, werr := plain.Decide(ctx, v)
+		for round := range 2 {
+			if _, err := memo.Decide(ctx, base); (err == nil) != (werr == nil) && i == 0 {
+				t.Fatalf("base: %v", err)
+			}
+			got, gerr := memo.Decide(ctx, v)
+			if (gerr == nil) != (werr == nil) {
+				t.Fatalf("%s round %d: error %v, want %v", name, round, gerr, werr)
+			}
+			if werr != nil {
+				continue // an input OPA cannot take: failures are never remembered
+			}
+			if len(got.Reasons) != 1 || got.Reasons[0].Cause != want.Reasons[0].Cause {
+				t.Fatalf("%s round %d: decided for\n%s\nwant\n%s", name, round, got.Reasons[0].Cause, want.Reasons[0].Cause)
+			}
+		}
+	}
+}
+
+// clone copies every list: changing or growing a copy's list changes
+// neither the original nor the copy's other lists (they share one backing
+// array), and nil and empty lists stay as they were.
+func TestDecisionCloneIsDeep(t *testing.T) {
+	orig := Decision{ID: "x", Allow: true,
+		Reasons: []Reason{{Code: "a", Rights: []string{"r1", "r2"}}, {Code: "b"}},
+		Visible: []string{"v1"}, Buckets: []string{}, Result: &ResultPaths{UntrustedText: []string{"u1"}, Fields: []string{"f1", "f2"}, Drop: nil}}
+	want := Decision{ID: "x", Allow: true,
+		Reasons: []Reason{{Code: "a", Rights: []string{"r1", "r2"}}, {Code: "b"}},
+		Visible: []string{"v1"}, Buckets: []string{}, Result: &ResultPaths{UntrustedText: []string{"u1"}, Fields: []string{"f1", "f2"}, Drop: nil}}
+	c := orig.clone()
+	if !reflect.DeepEqual(c, want) {
+		t.Fatalf("clone %+v, want %+v", c, want)
+	}
+	c.Reasons[0].Rights[0] = "changed"
+	c.Reasons[0].Rights = append(c.Reasons[0].Rights, "grown")
+	c.Visible[0] = "changed"
+	c.Visible = append(c.Visible, "grown")
+	c.Buckets = append(c.Buckets, "grown")
+	c.Result.UntrustedText = append(c.Result.UntrustedText, "grown")
+	c.Result.Fields[1] = "changed"
+	if !reflect.DeepEqual(orig, want) {
+		t.Fatalf("the original changed: %+v", orig)
+	}
+	if c.Visible[0] != "changed" || c.Result.UntrustedText[0] != "u1" || c.Result.Fields[0] != "f1" || c.Reasons[0].Rights[1] != "r2" {
+		t.Fatalf("growing one list of the copy ran into another: %+v %+v", c, c.Result)
+	}
+}
+
+// The memo stays within memoEntries entries and memoMaxBytes of keys,
+// and what it keeps is still exact.
+func TestDecisionMemoBounded(t *testing.T) {
+	m := newDecisionMemo()
+	tail := func(k string) string { return k[max(0, len(k)-8):] }
+	big := make([]byte, memoMaxBytes/3)
+	for i := range 3 * memoEntries {
+		key := fmt.Appendf(nil, "k%d", i)
+		if i%500 == 0 {
+			key = append(big[:0:0], big...)
+			key = fmt.Appendf(key, "%d", i)
+		}
+		m.put(key, &Decision{Effect: tail(string(key))})
+		total := 0
+		for k := range m.m {
+			total += len(k)
+		}
+		if len(m.m) > memoEntries || total > memoMaxBytes || total != m.bytes {
+			t.Fatalf("after %d puts: %d entries, %d key bytes (counted %d)", i+1, len(m.m), total, m.bytes)
+		}
+	}
+	for k, d := range m.m {
+		if d.Effect != tail(k) {
+			t.Fatalf("entry %q holds %+v", k, d)
+		}
 	}
 }
