@@ -88,9 +88,13 @@ func (p *Pipeline) preview(ctx context.Context, x *Exchange, d *policy.Decision)
 	pr := &x.input.Principal
 	token, id := newConfirmToken()
 	now := time.Now().UTC()
+	resume, err := resumeMembers(x.msg.Params)
+	if err != nil {
+		return p.writeFailure(ctx, x, d, "the call's requestState and inputResponses cannot be kept", err)
+	}
 	a := store.Action{
 		ID: id, Tenant: pr.Tenant, Subject: pr.Subject, Connection: connectionOf(pr), Upstream: x.req.Upstream,
-		Tool: x.msg.Name, Effect: d.Effect, Arguments: bytes.Clone(arguments), ArgsDigest: digest, ToolHash: hash,
+		Tool: x.msg.Name, Effect: d.Effect, Arguments: bytes.Clone(arguments), Resume: resume, ArgsDigest: digest, ToolHash: hash,
 		Summary: confirmSummary(title, x.msg.Name, d.Effect, canon), Approval: approval,
 		CreatedAt: now, ExpiresAt: now.Add(w.confirmTTL()), State: store.ActionPending,
 	}
@@ -385,8 +389,37 @@ func (p *Pipeline) confirmAction(ctx context.Context, x *Exchange, args actionAr
 	return nil
 }
 
+// resumeKeys are the tools/call params members that carry an upstream's
+// own multi-round state (MCP 2026-07-28: the requestState of its
+// InputRequiredResult and the client's inputResponses to it).
+var resumeKeys = [...]string{"requestState", "inputResponses"}
+
+// resumeMembers is an object with the resumeKeys members of params (nil
+// when it has none): a confirmed call goes upstream with the round state
+// the previewed call carried, not without it.
+func resumeMembers(params []byte) ([]byte, error) {
+	var out []byte
+	for _, k := range resumeKeys {
+		v, ok, err := member(params, k)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		if out == nil {
+			out = []byte(`{}`)
+		}
+		if out, err = withMember(out, k, v); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // originalCall rebuilds the tools/call request a pending action stands
-// for, with the id and _meta of the confirm_action request.
+// for, with the id and _meta of the confirm_action request and the
+// upstream's own round state the previewed call carried (resumeMembers).
 func originalCall(confirm *mcp.Message, a store.Action) ([]byte, error) {
 	params := []byte(`{}`)
 	var err error
@@ -395,6 +428,13 @@ func originalCall(confirm *mcp.Message, a store.Action) ([]byte, error) {
 	}
 	if params, err = withMember(params, "arguments", a.Arguments); err != nil {
 		return nil, err
+	}
+	for _, k := range resumeKeys {
+		if v, ok, _ := member(a.Resume, k); ok {
+			if params, err = withMember(params, k, v); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if meta, ok, _ := member(confirm.Params, "_meta"); ok {
 		if params, err = withMember(params, "_meta", meta); err != nil {

@@ -239,6 +239,12 @@ type Action struct {
 	// Arguments is the normalised arguments JSON, needed to forward the
 	// call later; never audited or logged. Empty is returned as nil.
 	Arguments []byte
+	// Resume is the upstream's own multi-round state the call carried: a
+	// JSON object holding its params members requestState and/or
+	// inputResponses (MCP 2026-07-28 input_required round trips), sent
+	// again with the confirmed call; never audited or logged. Empty is
+	// returned as nil.
+	Resume []byte
 	// ArgsDigest is the hex SHA-256 of the RFC 8785 canonical arguments.
 	ArgsDigest string
 	// ToolHash is the catalog definition hash at preview time.

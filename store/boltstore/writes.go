@@ -273,6 +273,7 @@ type actionRec struct {
 	Tool       string `json:"tool"`
 	Effect     string `json:"effect,omitempty"`
 	Arguments  []byte `json:"arguments,omitempty"`
+	Resume     []byte `json:"resume,omitempty"`
 	ArgsDigest string `json:"args_digest,omitempty"`
 	ToolHash   string `json:"tool_hash,omitempty"`
 	Summary    string `json:"summary,omitempty"`
@@ -288,7 +289,7 @@ type actionRec struct {
 func toActionRec(a store.Action) actionRec {
 	r := actionRec{
 		ID: a.ID, Tenant: a.Tenant, Subject: a.Subject, Connection: a.Connection, Client: a.Client,
-		Upstream: a.Upstream, Tool: a.Tool, Effect: a.Effect, Arguments: a.Arguments,
+		Upstream: a.Upstream, Tool: a.Tool, Effect: a.Effect, Arguments: a.Arguments, Resume: a.Resume,
 		ArgsDigest: a.ArgsDigest, ToolHash: a.ToolHash, Summary: a.Summary, Approval: a.Approval,
 		CreatedUS: codec.Micros(a.CreatedAt), ExpiresUS: codec.Micros(a.ExpiresAt),
 		State: a.State, DecidedBy: a.DecidedBy, Reason: a.Reason,
@@ -302,13 +303,16 @@ func toActionRec(a store.Action) actionRec {
 func (r actionRec) action() store.Action {
 	a := store.Action{
 		ID: r.ID, Tenant: r.Tenant, Subject: r.Subject, Connection: r.Connection, Client: r.Client,
-		Upstream: r.Upstream, Tool: r.Tool, Effect: r.Effect, Arguments: r.Arguments,
+		Upstream: r.Upstream, Tool: r.Tool, Effect: r.Effect, Arguments: r.Arguments, Resume: r.Resume,
 		ArgsDigest: r.ArgsDigest, ToolHash: r.ToolHash, Summary: r.Summary, Approval: r.Approval,
 		CreatedAt: codec.FromMicros(r.CreatedUS), ExpiresAt: codec.FromMicros(r.ExpiresUS),
 		State: r.State, DecidedBy: r.DecidedBy, Reason: r.Reason,
 	}
 	if len(a.Arguments) == 0 {
 		a.Arguments = nil
+	}
+	if len(a.Resume) == 0 {
+		a.Resume = nil
 	}
 	if r.DecidedUS != 0 {
 		a.DecidedAt = codec.FromMicros(r.DecidedUS)

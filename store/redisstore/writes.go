@@ -204,7 +204,7 @@ func actionFields(a store.Action) []any {
 	return []any{
 		"id", a.ID, fTenant, a.Tenant, "subject", a.Subject, "connection", a.Connection,
 		"client", a.Client, "upstream", a.Upstream, "tool", a.Tool, "effect", a.Effect,
-		"arguments", a.Arguments, "args_digest", a.ArgsDigest, "tool_hash", a.ToolHash,
+		"arguments", a.Arguments, "resume", a.Resume, "args_digest", a.ArgsDigest, "tool_hash", a.ToolHash,
 		"summary", a.Summary, "approval", a.Approval,
 		fCreated, scoreArg(a.CreatedAt), "expires_us", scoreArg(a.ExpiresAt), fGone, scoreArg(a.GoneAt()),
 		fState, a.State, fDecBy, a.DecidedBy, fDecAt, usOrEmpty(a.DecidedAt), fReason, a.Reason,
@@ -232,6 +232,9 @@ func actionFromFields(m map[string]string) (store.Action, error) {
 	}
 	if v := m["arguments"]; v != "" {
 		a.Arguments = []byte(v)
+	}
+	if v := m["resume"]; v != "" {
+		a.Resume = []byte(v)
 	}
 	var err error
 	if a.CreatedAt, err = parseUS(m, fCreated); err != nil {

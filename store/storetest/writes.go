@@ -296,6 +296,7 @@ func newAction(id, tenant, conn string, created time.Time) store.Action {
 		ID: id, Tenant: tenant, Subject: "alice", Connection: conn, Client: "claude",
 		Upstream: "crm", Tool: "send_invoice", Effect: "notify",
 		Arguments:  []byte(`{"invoice_id":"INV-1","to":"bob@example.com"}`),
+		Resume:     []byte(`{"requestState":"round-2","inputResponses":{"pick":{"action":"accept"}}}`),
 		ArgsDigest: strings.Repeat("0f", 32), ToolHash: strings.Repeat("a1", 32),
 		Summary:  "Send invoice INV-1 to bob@example.com",
 		Approval: store.ApprovalClient, CreatedAt: created, ExpiresAt: created.Add(time.Hour),
@@ -304,8 +305,8 @@ func newAction(id, tenant, conn string, created time.Time) store.Action {
 }
 
 func showAction(a store.Action) string {
-	return fmt.Sprintf("{id=%q tenant=%q subject=%q conn=%q client=%q upstream=%q tool=%q effect=%q args=%q digest=%q toolhash=%q summary=%q approval=%q created=%s expires=%s state=%q by=%q at=%s reason=%q}",
-		a.ID, a.Tenant, a.Subject, a.Connection, a.Client, a.Upstream, a.Tool, a.Effect, a.Arguments,
+	return fmt.Sprintf("{id=%q tenant=%q subject=%q conn=%q client=%q upstream=%q tool=%q effect=%q args=%q resume=%q digest=%q toolhash=%q summary=%q approval=%q created=%s expires=%s state=%q by=%q at=%s reason=%q}",
+		a.ID, a.Tenant, a.Subject, a.Connection, a.Client, a.Upstream, a.Tool, a.Effect, a.Arguments, a.Resume,
 		a.ArgsDigest, a.ToolHash, a.Summary, a.Approval, fmtTime(a.CreatedAt), fmtTime(a.ExpiresAt),
 		a.State, a.DecidedBy, fmtTime(a.DecidedAt), a.Reason)
 }
@@ -317,6 +318,9 @@ func checkAction(t *testing.T, what string, got, want store.Action) {
 	}
 	if len(want.Arguments) == 0 && got.Arguments != nil {
 		t.Errorf("%s: empty arguments returned as %#v, want nil", what, got.Arguments)
+	}
+	if len(want.Resume) == 0 && got.Resume != nil {
+		t.Errorf("%s: empty resume returned as %#v, want nil", what, got.Resume)
 	}
 	for name, tm := range map[string]time.Time{"created_at": got.CreatedAt, "expires_at": got.ExpiresAt, "decided_at": got.DecidedAt} {
 		if !tm.IsZero() && (tm.Location() != time.UTC || tm.Nanosecond()%1000 != 0) {
