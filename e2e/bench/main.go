@@ -11,7 +11,10 @@
 //     rights file, signed identity assertions, rate buckets, audit;
 //   - extproc: through the same mcpgate process's ext_proc gRPC listener,
 //     with e2e/envoydriver playing Envoy (BUFFERED bodies, as
-//     config/envoy/ configures it).
+//     config/envoy/ configures it);
+//   - extproc-floor: the same driver in front of the least ext_proc server
+//     go-control-plane and grpc-go allow (every message answered "continue";
+//     extprocfloor.go), run as its own process.
 //
 // Each runs at fixed concurrencies (one call in flight per client, one
 // kept-alive connection and one gateway token each). CPU per call is the
@@ -90,7 +93,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	var o options
 	conc := fs.String("c", "1,8,32", "concurrency levels, comma-separated")
-	modes := fs.String("modes", "direct,floor,proxy,extproc", "what to measure: direct, floor, proxy, extproc (direct always runs: added latency is measured against it)")
+	modes := fs.String("modes", "direct,floor,proxy,extproc-floor,extproc", "what to measure: direct, floor, proxy, extproc-floor, extproc (direct always runs: added latency is measured against it)")
 	fs.IntVar(&o.calls, "n", 3000, "calls per mode and concurrency level")
 	fs.IntVar(&o.warmup, "warmup", 300, "calls before each measured run (not counted)")
 	fs.StringVar(&o.binary, "mcpgate", "", "mcpgate binary (default: built from this module)")
@@ -100,11 +103,15 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.StringVar(&o.staleness, "rights-staleness", "0s", "rights.max_staleness (0s as in the quickstart: the rights file is consulted on every call)")
 	fs.BoolVar(&o.distinct, "distinct-args", false, "give every call its own arguments, so the gateway's decision memo never answers (every call evaluates the policy)")
 	fs.StringVar(&o.floorTarget, "floor-upstream", "", "internal: run as the floor proxy in front of this upstream origin")
+	extFloor := fs.Bool("extproc-floor", false, "internal: run as the ext_proc floor server")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if o.floorTarget != "" {
 		return serveFloor(o.floorTarget, stdout)
+	}
+	if *extFloor {
+		return serveExtProcFloor(stdout)
 	}
 	for _, s := range strings.Split(*conc, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -115,7 +122,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	o.modes = strings.Split(*modes, ",")
 	for _, m := range o.modes {
-		if !slices.Contains([]string{"direct", "floor", "proxy", "extproc"}, m) {
+		if !slices.Contains([]string{"direct", "floor", "proxy", "extproc", "extproc-floor"}, m) {
 			return fmt.Errorf("-modes: unknown mode %q", m)
 		}
 	}
@@ -245,8 +252,46 @@ func bench(ctx context.Context, o options, stdout io.Writer) error {
 	defer g.Stop()
 	startMem, _ := rig.ReadMemory(g.Pid())
 
+	envURL, stopEnvoy, err := startDriver(g.ExtProc, upURL)
+	if err != nil {
+		return err
+	}
+	defer stopEnvoy()
+	var floorEnvURL string
+	var extFloorPid int
+	if slices.Contains(o.modes, "extproc-floor") {
+		pid, addr, stop, err := startExtProcFloor()
+		if err != nil {
+			return err
+		}
+		defer stop()
+		u, stopDriver, err := startDriver(addr, upURL)
+		if err != nil {
+			return err
+		}
+		defer stopDriver()
+		floorEnvURL, extFloorPid = u, pid
+	}
+
+	targets := map[string]target{
+		"direct":        {upURL, 0, nil},
+		"floor":         {floorURL + "/mcp", floorPid, nil},
+		"proxy":         {g.Proxy + "/mcp", g.Pid(), g.Tokens},
+		"extproc-floor": {floorEnvURL + "/mcp", extFloorPid, nil},
+		"extproc":       {envURL + "/mcp", g.Pid(), g.Tokens},
+	}
+	fmt.Fprintf(stdout, "machine: %d CPUs (GOMAXPROCS %d), %s; %d calls per run after %d warm-up calls; distinct arguments per call: %v\n",
+		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), o.calls, o.warmup, o.distinct)
+	fmt.Fprintf(stdout, "gateway RSS after start: %s\n\n", rig.MiB(startMem.RSS))
+	return measure(ctx, stdout, o, g, up, targets)
+}
+
+// startDriver runs e2e/envoydriver in front of the ext_proc server at
+// target, as config/envoy/ configures Envoy (BUFFERED bodies), and
+// returns its base URL.
+func startDriver(target, upURL string) (string, func(), error) {
 	driver, err := envoydriver.New(envoydriver.Config{
-		Target:   g.ExtProc,
+		Target:   target,
 		Upstream: mustURL(upURL),
 		Mode: &extprocfilterv3.ProcessingMode{
 			RequestHeaderMode: extprocfilterv3.ProcessingMode_SEND, RequestBodyMode: extprocfilterv3.ProcessingMode_BUFFERED,
@@ -261,30 +306,29 @@ func bench(ctx context.Context, o options, stdout io.Writer) error {
 		RouteMetadata:     map[string]map[string]any{"mcpgate": {"upstream": "bench"}},
 	})
 	if err != nil {
-		return err
+		return "", nil, err
 	}
-	defer driver.Close()
 	envLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return err
+		driver.Close()
+		return "", nil, err
 	}
 	envSrv := &http.Server{Handler: driver, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = envSrv.Serve(envLn) }()
-	defer envSrv.Close()
+	return "http://" + envLn.Addr().String(), func() { _ = envSrv.Close(); driver.Close() }, nil
+}
 
-	targets := map[string]struct {
-		url    string
-		pid    int
-		tokens []string
-	}{
-		"direct":  {upURL, 0, nil},
-		"floor":   {floorURL + "/mcp", floorPid, nil},
-		"proxy":   {g.Proxy + "/mcp", g.Pid(), g.Tokens},
-		"extproc": {"http://" + envLn.Addr().String() + "/mcp", g.Pid(), g.Tokens},
-	}
-	fmt.Fprintf(stdout, "machine: %d CPUs (GOMAXPROCS %d), %s; %d calls per run after %d warm-up calls; distinct arguments per call: %v\n",
-		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), o.calls, o.warmup, o.distinct)
-	fmt.Fprintf(stdout, "gateway RSS after start: %s\n\n", rig.MiB(startMem.RSS))
+// target is one thing the load runs against: its URL, the process whose
+// CPU and memory count (0: none), and the tokens its clients send.
+type target = struct {
+	url    string
+	pid    int
+	tokens []string
+}
+
+// measure runs the load against every mode at every concurrency, reports,
+// then streams the SSE answer.
+func measure(ctx context.Context, stdout io.Writer, o options, g *rig.Gateway, up *rig.Upstream, targets map[string]target) error {
 	var rows []row
 	for _, c := range o.conc {
 		for _, m := range o.modes {
@@ -367,6 +411,23 @@ func report(w io.Writer, rows []row) {
 		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\t\n", r.mode, r.conc, float64(r.cpu)/float64(f.cpu), r.res.Throughput()/f.res.Throughput())
 	}
 	_ = tw.Flush()
+	var lines []string
+	for _, r := range rows {
+		f, ok := find(rows, "extproc-floor", r.conc)
+		if r.mode != "extproc" || !ok || f.cpu == 0 {
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("extproc\t%d\t%s\t%.2f\t%.2f\t", r.conc, us(r.cpu-f.cpu), float64(r.cpu)/float64(f.cpu), r.res.Throughput()/f.res.Throughput()))
+	}
+	if len(lines) > 0 {
+		fmt.Fprintln(w, "\next_proc against the ext_proc floor (the same driver, an ext_proc server that only answers \"continue\"):")
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "mode\tclients\tCPU/call − floor's\tCPU/call ÷ floor\tcalls/s ÷ floor\t")
+		for _, l := range lines {
+			fmt.Fprintln(tw, l)
+		}
+		_ = tw.Flush()
+	}
 }
 
 // sse streams o.sseBytes through the proxy as progress events while
