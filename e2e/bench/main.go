@@ -87,6 +87,7 @@ type options struct {
 	staleness   string
 	floorTarget string
 	distinct    bool
+	libFloor    bool
 }
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
@@ -101,6 +102,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.IntVar(&o.sseEvent, "sse-event", 16<<10, "bytes of text in each progress event of the stream")
 	fs.IntVar(&o.sseCap, "sse-cap", 4<<20, "limits.max_sse_event_bytes of the gateway under test")
 	fs.StringVar(&o.staleness, "rights-staleness", "0s", "rights.max_staleness (0s as in the quickstart: the rights file is consulted on every call)")
+	fs.BoolVar(&o.libFloor, "libfloor", true, "measure the memory floor: e2e/bench/libfloor, the prescribed libraries started without mcpgate's code")
 	fs.BoolVar(&o.distinct, "distinct-args", false, "give every call its own arguments, so the gateway's decision memo never answers (every call evaluates the policy)")
 	fs.StringVar(&o.floorTarget, "floor-upstream", "", "internal: run as the floor proxy in front of this upstream origin")
 	extFloor := fs.Bool("extproc-floor", false, "internal: run as the ext_proc floor server")
@@ -225,6 +227,15 @@ func bench(ctx context.Context, o options, stdout io.Writer) error {
 			return fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	}
+	libfloor := ""
+	if o.libFloor {
+		libfloor = filepath.Join(dir, "libfloor")
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", libfloor, "github.com/mcpgate/mcpgate/e2e/bench/libfloor")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build libfloor: %v\n%s", err, out)
+		}
+	}
 	// The upstream, in this process.
 	up := rig.NewUpstream()
 	upLn, err := net.Listen("tcp", "127.0.0.1:0")
@@ -283,7 +294,13 @@ func bench(ctx context.Context, o options, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "machine: %d CPUs (GOMAXPROCS %d), %s; %d calls per run after %d warm-up calls; distinct arguments per call: %v\n",
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), o.calls, o.warmup, o.distinct)
 	fmt.Fprintf(stdout, "gateway RSS after start: %s\n\n", rig.MiB(startMem.RSS))
-	return measure(ctx, stdout, o, g, up, targets)
+	if err := measure(ctx, stdout, o, g, up, targets); err != nil {
+		return err
+	}
+	if libfloor != "" {
+		return memoryFloor(ctx, stdout, libfloor, g, slices.Max(o.conc))
+	}
+	return nil
 }
 
 // startDriver runs e2e/envoydriver in front of the ext_proc server at

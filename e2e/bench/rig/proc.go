@@ -42,6 +42,10 @@ func CPUTime(pid int) (time.Duration, error) {
 // (/proc/<pid>/status VmRSS and VmHWM).
 type Memory struct {
 	RSS, PeakRSS int64
+	// File is the part of RSS mapped from files (the executable's pages,
+	// shared libraries: RssFile), Anon the process's own (heap, stacks:
+	// RssAnon).
+	File, Anon int64
 }
 
 // ReadMemory reads pid's Memory.
@@ -62,6 +66,10 @@ func ReadMemory(pid int) (Memory, error) {
 			dst = &m.RSS
 		case "VmHWM":
 			dst = &m.PeakRSS
+		case "RssFile":
+			dst = &m.File
+		case "RssAnon":
+			dst = &m.Anon
 		default:
 			continue
 		}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mcpgate/mcpgate/e2e/bench/rig"
+)
+
+// memoryFloor starts libfloor (e2e/bench/libfloor: the libraries mcpgate is
+// built from, started as mcpgate starts them, without mcpgate's code), has
+// conc clients run 2000 policy evaluations and a few /metrics scrapes
+// through it, and prints its memory beside the gateway's: the part of
+// mcpgate's resident memory any gateway made of these parts holds.
+func memoryFloor(ctx context.Context, w io.Writer, binary string, g *rig.Gateway, conc int) error {
+	cmd := exec.CommandContext(ctx, binary)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = stdin.Close(); _ = cmd.Wait() }()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	base, ok := strings.CutPrefix(strings.TrimSpace(line), "libfloor ready ")
+	if err != nil || !ok {
+		return fmt.Errorf("libfloor: first line %q: %v", line, err)
+	}
+	const evaluations = 2000
+	var next, failed atomic.Int64
+	var wg sync.WaitGroup
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conc}}
+	for range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := next.Add(1); n <= evaluations; n = next.Add(1) {
+				path := "/opa"
+				if n%500 == 0 {
+					path = "/metrics"
+				}
+				resp, err := client.Get(base + path)
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					failed.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n := failed.Load(); n > 0 {
+		return fmt.Errorf("libfloor: %d of %d requests failed", n, evaluations)
+	}
+	lf, err := rig.ReadMemory(cmd.Process.Pid)
+	if err != nil {
+		return err
+	}
+	gw, err := rig.ReadMemory(g.Pid())
+	if err != nil {
+		return err
+	}
+	show := func(m rig.Memory) string {
+		return fmt.Sprintf("RSS %s (file %s, anon %s), peak %s", rig.MiB(m.RSS), rig.MiB(m.File), rig.MiB(m.Anon), rig.MiB(m.PeakRSS))
+	}
+	fmt.Fprintf(w, "\nmemory floor — e2e/bench/libfloor, the prescribed libraries started as mcpgate starts them, none of mcpgate's code, after %d policy evaluations from %d clients:\n  libfloor %s\n  mcpgate  %s\n",
+		evaluations, conc, show(lf), show(gw))
+	return nil
+}
