@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"runtime"
-	"strings"
 	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
@@ -88,25 +85,5 @@ func startExtProcFloor() (pid int, addr string, stop func(), err error) {
 	if err != nil {
 		return 0, "", nil, err
 	}
-	cmd := exec.Command(self, "-extproc-floor")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return 0, "", nil, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return 0, "", nil, err
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return 0, "", nil, err
-	}
-	stop = func() { _ = stdin.Close(); _ = cmd.Wait() }
-	line, err := bufio.NewReader(out).ReadString('\n')
-	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "extproc floor ready ")
-	if err != nil || !ok {
-		stop()
-		return 0, "", nil, fmt.Errorf("ext_proc floor: first line %q: %v", line, err)
-	}
-	return cmd.Process.Pid, addr, stop, nil
+	return startChild(self, []string{"-extproc-floor"}, "extproc floor ready ")
 }

@@ -180,7 +180,14 @@ func startFloor(upstream string) (pid int, url string, stop func(), err error) {
 	if err != nil {
 		return 0, "", nil, err
 	}
-	cmd := exec.Command(self, "-floor-upstream", upstream)
+	return startChild(self, []string{"-floor-upstream", upstream}, "floor ready ")
+}
+
+// startChild runs binary with args, waits for its first line — prefix and
+// an address — and returns its pid, the address and how to stop it
+// (closing its standard input, which it watches).
+func startChild(binary string, args []string, prefix string) (pid int, addr string, stop func(), err error) {
+	cmd := exec.Command(binary, args...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return 0, "", nil, err
@@ -195,10 +202,10 @@ func startFloor(upstream string) (pid int, url string, stop func(), err error) {
 	}
 	stop = func() { _ = stdin.Close(); _ = cmd.Wait() }
 	line, err := bufio.NewReader(out).ReadString('\n')
-	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "floor ready ")
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), prefix)
 	if err != nil || !ok {
 		stop()
-		return 0, "", nil, fmt.Errorf("floor proxy: first line %q: %v", line, err)
+		return 0, "", nil, fmt.Errorf("%s: first line %q: %v", filepath.Base(binary), line, err)
 	}
 	return cmd.Process.Pid, addr, stop, nil
 }

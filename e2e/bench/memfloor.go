@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -21,25 +17,11 @@ import (
 // through it, and prints its memory beside the gateway's: the part of
 // mcpgate's resident memory any gateway made of these parts holds.
 func memoryFloor(ctx context.Context, w io.Writer, binary string, g *rig.Gateway, conc int) error {
-	cmd := exec.CommandContext(ctx, binary)
-	stdin, err := cmd.StdinPipe()
+	pid, base, stop, err := startChild(binary, nil, "libfloor ready ")
 	if err != nil {
 		return err
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	defer func() { _ = stdin.Close(); _ = cmd.Wait() }()
-	line, err := bufio.NewReader(out).ReadString('\n')
-	base, ok := strings.CutPrefix(strings.TrimSpace(line), "libfloor ready ")
-	if err != nil || !ok {
-		return fmt.Errorf("libfloor: first line %q: %v", line, err)
-	}
+	defer stop()
 	const evaluations = 2000
 	var next, failed atomic.Int64
 	var wg sync.WaitGroup
@@ -53,7 +35,12 @@ func memoryFloor(ctx context.Context, w io.Writer, binary string, g *rig.Gateway
 				if n%500 == 0 {
 					path = "/metrics"
 				}
-				resp, err := client.Get(base + path)
+				req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				resp, err := client.Do(req)
 				if err != nil {
 					failed.Add(1)
 					continue
@@ -70,7 +57,7 @@ func memoryFloor(ctx context.Context, w io.Writer, binary string, g *rig.Gateway
 	if n := failed.Load(); n > 0 {
 		return fmt.Errorf("libfloor: %d of %d requests failed", n, evaluations)
 	}
-	lf, err := rig.ReadMemory(cmd.Process.Pid)
+	lf, err := rig.ReadMemory(pid)
 	if err != nil {
 		return err
 	}
