@@ -217,11 +217,14 @@ func (p *Pipeline) catalogTool(x *Exchange) bool {
 	}
 	t, listed := &x.cat.tool, x.cat.listed
 	in := &x.input
-	in.Tool.Catalog = &policy.ToolCatalog{Listed: listed}
 	if !listed {
+		in.Tool.Catalog = &policy.ToolCatalog{Listed: false}
 		return true
 	}
-	in.Tool.Catalog = catalogEntry(t)
+	// The exchange holds the entry (no allocation of its own); the
+	// policy input points at it for this request only.
+	x.catEntry = policy.ToolCatalog{Listed: true, State: t.State, Hash: t.Hash, Title: t.Title, Annotations: t.Annotations}
+	in.Tool.Catalog = &x.catEntry
 	s, err := p.schema(t)
 	if err != nil {
 		// Fail closed: a tool whose calls cannot be checked is refused

@@ -211,7 +211,7 @@ func (p *Pipeline) inputRequired(x *Exchange, a store.Action) ([]byte, error) {
 // removed) when the approved call may go on to the policy; otherwise the
 // answer (a refusal, or the rejection the person chose).
 func (p *Pipeline) elicitRetry(ctx context.Context, x *Exchange, body *[]byte) *Local {
-	raw, ok, _ := member(x.msg.Params, "requestState")
+	raw, ok := paramMember(x.msg, mcp.ParamRequestState)
 	if !ok || raw.Kind() != '"' {
 		return nil
 	}

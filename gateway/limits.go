@@ -123,19 +123,27 @@ type bucketKey struct {
 }
 
 // bucketKeys are the instances of a bucket for a call: per credential and
-// per tenant; notify also per object; wake per tenant only.
-func bucketKeys(name string, pr *policy.Principal, conn string, x *Exchange, d *policy.Decision) []bucketKey {
-	tenant := "t\x1f" + name + "\x1f" + pr.Tenant
+// per tenant; notify also per object; wake per tenant only. They are
+// written into keys (the caller's array: no slice is allocated), and the
+// credential's and the tenant's key are cut from one string (one
+// allocation; the keys are the same strings as ever: c␟bucket␟connection
+// and t␟bucket␟tenant).
+func bucketKeys(keys *[3]bucketKey, name string, pr *policy.Principal, conn string, x *Exchange) []bucketKey {
 	if name == bucketWake {
-		return []bucketKey{{tenant, true}}
+		keys[0] = bucketKey{"t\x1f" + name + "\x1f" + pr.Tenant, true}
+		return keys[:1]
 	}
-	keys := []bucketKey{{"c\x1f" + name + "\x1f" + conn, false}, {tenant, true}}
+	both := "c\x1f" + name + "\x1f" + conn + "t\x1f" + name + "\x1f" + pr.Tenant
+	split := len("c\x1f") + len(name) + len("\x1f") + len(conn)
+	keys[0], keys[1] = bucketKey{both[:split], false}, bucketKey{both[split:], true}
+	n := 2
 	if name == bucketNotify && x.input.Tool != nil && x.input.Tool.NotifyObject != "" {
 		if obj, ok := argumentText(x.normalisedArguments(), x.input.Tool.NotifyObject); ok {
-			keys = append(keys, bucketKey{"o\x1f" + pr.Tenant + "\x1f" + x.msg.Name + "\x1f" + obj, false})
+			keys[2] = bucketKey{"o\x1f" + pr.Tenant + "\x1f" + x.msg.Name + "\x1f" + obj, false}
+			n = 3
 		}
 	}
-	return keys
+	return keys[:n]
 }
 
 // limitRefusal is a limit's tool error; it names when to retry.
@@ -351,7 +359,8 @@ func (p *Pipeline) takeBuckets(ctx context.Context, x *Exchange, d *policy.Decis
 			p.log.LogAttrs(ctx, slog.LevelError, "the policy named a rate bucket that is not configured; call refused", slog.String("bucket", name))
 			return limitRefusal(x, d, "rate_limited", "The gateway has no rate configured for this kind of call ("+name+").", time.Minute)
 		}
-		for _, key := range bucketKeys(name, pr, conn, x, d) {
+		var kb [3]bucketKey
+		for _, key := range bucketKeys(&kb, name, pr, conn, x) {
 			eff := lim
 			if key.tenantWide && name != bucketWake {
 				eff.Rate, eff.Burst = lim.Rate*TenantFactor, lim.Burst*TenantFactor

@@ -204,6 +204,10 @@ type Pipeline struct {
 	// resTenants the compiled ResourceTenants (resources.go).
 	lists      *listHub
 	resTenants resourceTenants
+	// removeFields are the request fields every forwarded request loses
+	// (forwardVerdict): the assertion header, the credentials when
+	// authentication is on, Options.StripHeaders. Capacity = length.
+	removeFields []string
 }
 
 type deciderBox struct{ Decider }
@@ -266,6 +270,11 @@ func build(o Options) *Pipeline {
 	if len(o.SecretNames) > 0 {
 		p.secretShaper = ts
 	}
+	p.removeFields = []string{AssertionHeader}
+	if o.Authenticator != nil {
+		p.removeFields = append(p.removeFields, credentialHeaders...)
+	}
+	p.removeFields = slices.Clip(append(p.removeFields, o.StripHeaders...))
 	return p
 }
 
@@ -300,8 +309,9 @@ type Local struct {
 // mutations and, when BodyChanged, the new Body (the adapter recomputes
 // content-length).
 type Verdict struct {
-	Local         *Local
-	SetHeader     mcp.Header
+	Local     *Local
+	SetHeader mcp.Header
+	// RemoveHeader is read only: verdicts may share it.
 	RemoveHeader  []string
 	Body          []byte
 	BodyChanged   bool
@@ -370,7 +380,11 @@ type Exchange struct {
 	input       policy.Input
 	decision    *policy.Decision
 	cat         catalogLookup // the catalog's answer for this request (catalog.go)
-	ls          *listStream   // the notification stream watched for tool list changes (listchanged.go)
+	// toolView and catEntry back input.Tool and input.Tool.Catalog of a
+	// tools/call (one allocation with the exchange instead of two more).
+	toolView policy.Tool
+	catEntry policy.ToolCatalog
+	ls       *listStream // the notification stream watched for tool list changes (listchanged.go)
 }
 
 // Message returns the parsed message, nil if the request carried none.
@@ -860,18 +874,17 @@ func (p *Pipeline) forwardVerdict(x *Exchange, body []byte, changed bool) Verdic
 			}
 		}
 	}
-	// The fields to remove, in one allocation (aliases, rare, grow it).
-	v.RemoveHeader = make([]string, 0, 2+len(credentialHeaders)+len(p.opts.StripHeaders))
+	// The fields to remove: the snapshot's own list, shared by every
+	// verdict of an unchanged body without aliases (its capacity is its
+	// length, so an append copies it; nothing writes into it).
+	v.RemoveHeader = p.removeFields
 	if changed {
 		v.Body, v.BodyChanged = body, true
-		v.RemoveHeader = append(v.RemoveHeader, "content-encoding")
+		v.RemoveHeader = append(append(make([]string, 0, 1+len(p.removeFields)), "content-encoding"), p.removeFields...)
 	}
-	v.RemoveHeader = append(v.RemoveHeader, AssertionHeader)
-	if p.opts.Authenticator != nil {
-		v.RemoveHeader = append(v.RemoveHeader, credentialHeaders...)
+	if aliases := underscoreAliases(x.req.Header, v.RemoveHeader); len(aliases) > 0 {
+		v.RemoveHeader = append(v.RemoveHeader, aliases...)
 	}
-	v.RemoveHeader = append(v.RemoveHeader, p.opts.StripHeaders...)
-	v.RemoveHeader = append(v.RemoveHeader, underscoreAliases(x.req.Header, v.RemoveHeader)...)
 	if err := p.assert(x, &v); err != nil {
 		p.log.LogAttrs(x.ctx, slog.LevelError, "identity assertion cannot be signed; request refused", slog.Any("error", err))
 		x.outcome = OutcomeError
@@ -896,7 +909,8 @@ func (p *Pipeline) decide(ctx context.Context, x *Exchange, phase string, items 
 			in.Message.Client = &policy.Client{Name: ci.Name, Version: ci.Version}
 		}
 		if msg.Method == "tools/call" {
-			in.Tool = p.tool(r.Upstream, msg.Name)
+			x.toolView = p.toolValue(r.Upstream, msg.Name)
+			in.Tool = &x.toolView
 			in.Message.TenantArguments = tenantArguments(msg.Arguments, p.tenantArgs)
 			p.catalogTool(x)
 			if notFound(in.Tool) {
@@ -924,8 +938,14 @@ func clientInfo(m *mcp.Message) *mcp.Implementation {
 // tool returns the policy view of a tool's declaration; an undeclared tool
 // has Declared false and no effect (the policy's fail-closed default).
 func (p *Pipeline) tool(upstream, name string) *policy.Tool {
+	t := p.toolValue(upstream, name)
+	return &t
+}
+
+// toolValue is tool's value.
+func (p *Pipeline) toolValue(upstream, name string) policy.Tool {
 	d, ok := p.opts.Declarations[upstream][name]
-	return &policy.Tool{Name: name, Declared: ok, ToolDeclaration: d, Toolsets: p.opts.Toolsets.Holding(upstream, name)}
+	return policy.Tool{Name: name, Declared: ok, ToolDeclaration: d, Toolsets: p.opts.Toolsets.Holding(upstream, name)}
 }
 
 func (p *Pipeline) originAllowed(origin string) bool {

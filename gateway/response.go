@@ -220,13 +220,13 @@ func (x *Exchange) shapeAnswer(result jsontext.Value) ([]byte, error) {
 	var err error
 	switch x.msg.Method {
 	case "tools/call":
-		out, err := x.shapeToolResult(result)
+		out, isError, err := x.shapeToolResult(result)
 		if err == nil {
-			if out != nil {
-				x.settle(out)
-			} else {
-				x.settle(result)
+			relayed := out
+			if out == nil {
+				relayed = result
 			}
+			x.settleKnown(relayed, isError)
 		}
 		return out, err
 	case "resources/read":
@@ -273,15 +273,22 @@ func shapeNotification(body []byte, msg *mcp.Message) ([]byte, error) {
 
 // shapeToolResult applies the tool's result shaping (untrusted text,
 // field allowlist, secrets, size) and reports the argument coercions in
-// _meta. It returns nil when nothing changes.
-func (x *Exchange) shapeToolResult(result jsontext.Value) ([]byte, error) {
+// _meta. It returns nil when nothing changes. isError tells whether the
+// result to relay (out, else result) is a tool error, when the shaper's
+// answer is what is relayed (it read the member on its pass); otherwise
+// it is errUnknown and settle reads the relayed result.
+func (x *Exchange) shapeToolResult(result jsontext.Value) ([]byte, errState, error) {
 	var out []byte
+	isError := errUnknown
 	if x.shaper != nil {
-		shaped, err := x.shaper.ToolResult(result)
+		shaped, e, err := x.shaper.ToolResultError(result)
 		if err != nil {
-			return nil, errors.Join(ErrUpstreamResponse, err)
+			return nil, errUnknown, errors.Join(ErrUpstreamResponse, err)
 		}
-		out = shaped
+		out, isError = shaped, errNo
+		if e {
+			isError = errYes
+		}
 	}
 	if x.checksResultURIs() {
 		in := out
@@ -290,9 +297,9 @@ func (x *Exchange) shapeToolResult(result jsontext.Value) ([]byte, error) {
 		}
 		dropped, err := x.shapeForeignResources(in, x.warnings)
 		if err != nil || dropped != nil {
-			return dropped, err
+			return dropped, errUnknown, err
 		}
-		return out, nil
+		return out, isError, nil
 	}
 	if len(x.warnings) > 0 {
 		in := out
@@ -301,11 +308,11 @@ func (x *Exchange) shapeToolResult(result jsontext.Value) ([]byte, error) {
 		}
 		withWarnings, err := warningsMeta(in, x.warnings)
 		if err != nil {
-			return nil, errors.Join(ErrUpstreamResponse, err)
+			return nil, errUnknown, errors.Join(ErrUpstreamResponse, err)
 		}
-		out = withWarnings
+		out, isError = withWarnings, errUnknown
 	}
-	return out, nil
+	return out, isError, nil
 }
 
 // listEntry is the part of a list item the policy needs.

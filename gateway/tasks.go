@@ -133,6 +133,17 @@ func taskPrincipal(pr *policy.Principal) store.SessionBinding {
 	return bindingOf(pr)
 }
 
+// paramMember is member(m.Params, name): from what mcp.Parse recorded on
+// its pass over the body when it did (Message.Param), so a tools/call
+// without the member costs no second scan of its params.
+func paramMember(m *mcp.Message, name string) (jsontext.Value, bool) {
+	if v, ok, recorded := m.Param(name); recorded {
+		return v, ok
+	}
+	v, ok, _ := member(m.Params, name)
+	return v, ok
+}
+
 // taskRequest runs the task gate on a request the policy allowed. It
 // returns the answer of a refused request, or nil (the exchange marked for
 // the answer's handling).
@@ -143,7 +154,7 @@ func (p *Pipeline) taskRequest(ctx context.Context, x *Exchange) *Local {
 		x.task.inspect = true // the upstream's capabilities are stripped
 		return nil
 	case mcp.MethodToolsCall:
-		if _, has, _ := member(msg.Params, "task"); !has {
+		if _, has := paramMember(msg, mcp.ParamTask); !has {
 			return nil
 		}
 		if !p.tasksOn(x.version) {
@@ -225,7 +236,7 @@ func (x *Exchange) taskAnswer(result jsontext.Value) (out []byte, done bool, err
 			x.settle(result)
 		}
 	case m == mcp.MethodTasksResult:
-		out, err = x.shapeToolResult(result)
+		out, _, err = x.shapeToolResult(result)
 	case m == mcp.MethodTasksGet || m == mcp.MethodTasksCancel:
 		out, _, err = shapeStatusMessage(result)
 	case m == mcp.MethodTasksList:

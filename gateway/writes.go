@@ -345,8 +345,35 @@ func replayedAnswer(id []byte, result []byte, first time.Time) []byte {
 // a complete result (the one the client got), a confirmed action is marked
 // executed or failed, and the audit gets the JSON-RPC outcome. result is
 // the relayed result, nil for a JSON-RPC error answer.
-func (x *Exchange) settle(result []byte) {
-	x.loopOutcome(func() bool { return result == nil || isErrorResult(result) })
+func (x *Exchange) settle(result []byte) { x.settleKnown(result, errUnknown) }
+
+// errState is what is known of a tools/call result's isError before
+// settle: errUnknown (settle reads the result), errNo or errYes (the
+// shaper read the member while shaping; shape.ToolResultError).
+type errState uint8
+
+const (
+	errUnknown errState = iota
+	errNo
+	errYes
+)
+
+// settleKnown is settle with what is known of the result's isError; the
+// result is read at most once, and only when an outcome needs it.
+func (x *Exchange) settleKnown(result []byte, isError errState) {
+	failed := func() bool {
+		if result == nil {
+			return true
+		}
+		if isError == errUnknown {
+			isError = errNo
+			if isErrorResult(result) {
+				isError = errYes
+			}
+		}
+		return isError == errYes
+	}
+	x.loopOutcome(failed)
 	ws := x.write
 	if ws == nil || ws.settled {
 		return
@@ -357,7 +384,7 @@ func (x *Exchange) settle(result []byte) {
 	switch {
 	case result == nil:
 		outcome = AuditRPCError
-	case isErrorResult(result):
+	case failed():
 		outcome = AuditToolError
 	}
 	incomplete := result != nil && isIncomplete(result)

@@ -224,7 +224,17 @@ func (d Decision) clone() Decision {
 		n += len(d.Result.UntrustedText) + len(d.Result.Fields) + len(d.Result.Drop)
 	}
 	var backing []string
-	if n > 0 {
+	var rp *ResultPaths
+	switch {
+	case d.Result != nil && n <= len(resultBlock{}.backing):
+		// An allowed call's few lists and its result paths in one
+		// allocation.
+		blk := new(resultBlock)
+		rp, backing = &blk.rp, blk.backing[:0:n]
+	case d.Result != nil:
+		rp = new(ResultPaths)
+	}
+	if backing == nil && n > 0 {
 		backing = make([]string, 0, n)
 	}
 	// cp copies ss into backing (nil stays nil, empty stays empty).
@@ -246,13 +256,21 @@ func (d Decision) clone() Decision {
 	c.Visible = cp(d.Visible)
 	c.Buckets = cp(d.Buckets)
 	if d.Result != nil {
-		c.Result = &ResultPaths{
+		*rp = ResultPaths{
 			UntrustedText: cp(d.Result.UntrustedText),
 			Fields:        cp(d.Result.Fields),
 			Drop:          cp(d.Result.Drop),
 		}
+		c.Result = rp
 	}
 	return c
+}
+
+// resultBlock is a clone's ResultPaths with room for the backing array of
+// its string lists (clone).
+type resultBlock struct {
+	rp      ResultPaths
+	backing [6]string
 }
 
 // volatileBuiltins are builtins whose answers may change between two

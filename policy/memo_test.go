@@ -353,6 +353,27 @@ func TestDecisionCloneIsDeep(t *testing.T) {
 	if c.Visible[0] != "changed" || c.Result.UntrustedText[0] != "u1" || c.Result.Fields[0] != "f1" || c.Reasons[0].Rights[1] != "r2" {
 		t.Fatalf("growing one list of the copy ran into another: %+v %+v", c, c.Result)
 	}
+	// An allowed call's decision (a bucket, result paths) is copied in one
+	// allocation, lists beside the paths; a larger one as deep as ever.
+	allowed := Decision{Allow: true, Buckets: []string{"reads"}, Result: &ResultPaths{Fields: []string{"a", "b", "c"}, Drop: []string{}}}
+	if n := testing.AllocsPerRun(50, func() { _ = allowed.clone() }); n != 1 {
+		t.Errorf("clone of an allowed decision: %v allocations, want 1", n)
+	}
+	for _, d := range []Decision{allowed, {Buckets: []string{"b1", "b2"}, Result: &ResultPaths{Fields: []string{"1", "2", "3", "4", "5", "6", "7"}}}} {
+		c := d.clone()
+		if !reflect.DeepEqual(c, d) {
+			t.Fatalf("clone %+v, want %+v", c, d)
+		}
+		c.Buckets = append(c.Buckets, "grown") // must not run into Fields
+		if !reflect.DeepEqual(c.Result.Fields, d.Result.Fields) {
+			t.Fatalf("growing Buckets changed Fields: %q", c.Result.Fields)
+		}
+		c.Result.Fields[0] = "changed"
+		c.Result.Fields = append(c.Result.Fields, "grown")
+		if d.Result.Fields[0] == "changed" {
+			t.Fatalf("copy and original share lists: %+v %+v", c.Result, d.Result)
+		}
+	}
 }
 
 // The memo stays within memoEntries entries and memoMaxBytes of keys,

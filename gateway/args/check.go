@@ -140,11 +140,15 @@ func (s *Schema) Check(arguments []byte, o Options) Result {
 		}
 	}
 
-	if err := s.validate(obj); err != nil {
-		c.collect(err)
-		if len(c.problems) == 0 {
-			// Fail closed: the validator refused, so must Check.
-			c.add(Problem{Code: CodeInvalid, Message: "The arguments object is not valid for this tool."})
+	// A simple schema that certainly holds needs no validator run
+	// (simple.go); any doubt runs it, so problems stay the validator's.
+	if s.simple == nil || !s.simple.valid(obj) {
+		if err := s.validate(obj); err != nil {
+			c.collect(err)
+			if len(c.problems) == 0 {
+				// Fail closed: the validator refused, so must Check.
+				c.add(Problem{Code: CodeInvalid, Message: "The arguments object is not valid for this tool."})
+			}
 		}
 	}
 

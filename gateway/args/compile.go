@@ -95,8 +95,11 @@ type Schema struct {
 	orders      map[string][]string // JSON pointer of a "properties" object → member order
 	names       map[string]string   // every property name, to intern argument names
 	evaluations int                 // most subschemas applied to one value
-	views       *viewCache
-	root        *view
+	// simple is the schema's simple form (simple.go), nil when it uses
+	// keywords only the validator checks.
+	simple *simpleNode
+	views  *viewCache
+	root   *view
 }
 
 // baseURL is where the inputSchema is registered. A relative reference
@@ -184,6 +187,7 @@ func Compile(inputSchema []byte) (s *Schema, err error) {
 		}
 	}
 	s.summarise()
+	s.simple = compileSimple(sch, 0)
 	s.views = newViewCache(g.ids)
 	s.root = s.views.get(conjuncts(sch))
 	return s, nil
@@ -502,8 +506,12 @@ func (s *Schema) Required() []string { return slices.Clone(s.required) }
 
 // HeaderParams returns the top-level arguments marked "x-mcp-header":
 // header suffix (as written, compare ignoring case) → argument name. The
-// client sends the argument's value as Mcp-Param-<suffix>.
+// client sends the argument's value as Mcp-Param-<suffix>. nil when there
+// are none.
 func (s *Schema) HeaderParams() map[string]string {
+	if len(s.headers) == 0 {
+		return nil
+	}
 	out := make(map[string]string, len(s.headers))
 	for k, v := range s.headers {
 		out[k] = v

@@ -117,6 +117,7 @@ type parseState struct {
 	// Candidate params members, raw; which apply depends on the method,
 	// which may come after params.
 	name, uri, initVersion, args rawField
+	task, requestState           rawField // recorded for Message.Param
 	initClientInfo               *Implementation
 	initClientInfoBad            bool
 }
@@ -397,6 +398,10 @@ func (p *parser) parseParams() *Error {
 			f = &st.initVersion
 		case "arguments":
 			f = &st.args
+		case ParamTask:
+			f = &st.task
+		case ParamRequestState:
+			f = &st.requestState
 		case "clientInfo":
 			impl, ok, e := p.parseImplementation()
 			if e != nil {
@@ -431,6 +436,7 @@ func (p *parser) parseParams() *Error {
 	}
 	end := int(p.dec.InputOffset())
 	st.msg.Params = p.body[start:end:end]
+	st.msg.task, st.msg.requestState, st.msg.recorded = st.task.v, st.requestState.v, true
 	return nil
 }
 

@@ -44,8 +44,9 @@ func ErrorResponse(id jsontext.Value, e *Error) []byte {
 // object for MCP); it is copied as is, and a nil or empty result is
 // written as {}.
 func ResultResponse(id jsontext.Value, result []byte) []byte {
-	b := make([]byte, 0, 32+len(id)+len(result))
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	// Exactly the bytes written: one allocation, no growth.
+	b := make([]byte, 0, len(resultPrefix)+max(len(id), len("null"))+len(`,"result":`)+max(len(result), len("{}"))+1)
+	b = append(b, resultPrefix...)
 	b = appendID(b, id)
 	b = append(b, `,"result":`...)
 	if len(result) == 0 {
@@ -55,6 +56,8 @@ func ResultResponse(id jsontext.Value, result []byte) []byte {
 	}
 	return append(b, '}')
 }
+
+const resultPrefix = `{"jsonrpc":"2.0","id":`
 
 func appendID(b []byte, id jsontext.Value) []byte {
 	if len(id) == 0 {

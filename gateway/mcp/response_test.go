@@ -71,12 +71,18 @@ func TestResultResponse(t *testing.T) {
 		{"basic", jsontext.Value(`"r1"`), []byte(`{"content":[]}`), `{"jsonrpc":"2.0","id":"r1","result":{"content":[]}}`},
 		{"empty result", jsontext.Value(`1e3`), nil, `{"jsonrpc":"2.0","id":1e3,"result":{}}`},
 		{"nil id", nil, []byte(`{}`), `{"jsonrpc":"2.0","id":null,"result":{}}`},
+		{"short id", jsontext.Value(`7`), []byte(`{"isError":true}`), `{"jsonrpc":"2.0","id":7,"result":{"isError":true}}`},
+		{"invalid id", jsontext.Value(`[1]`), nil, `{"jsonrpc":"2.0","id":null,"result":{}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := ResultResponse(tt.id, tt.result)
 			if string(got) != tt.want {
 				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+			// The body is built in one allocation of the right size.
+			if n := testing.AllocsPerRun(20, func() { ResultResponse(tt.id, tt.result) }); n != 1 {
+				t.Errorf("%v allocations, want 1", n)
 			}
 		})
 	}

@@ -172,6 +172,41 @@ type Message struct {
 	InitializeVersion string
 	// ClientInfo of an initialize request (params.clientInfo), if present.
 	InitializeClientInfo *Implementation
+
+	// Members of params Parse records on its pass (Param): raw values,
+	// sub-slices of the body, nil when absent.
+	task, requestState jsontext.Value
+	recorded           bool // made by Parse, with params read
+}
+
+// Recorded params members (Param).
+const (
+	// ParamTask is params.task, the task augmentation of a request
+	// (revision 2025-11-25 and later, schema.ts TaskMetadata).
+	ParamTask = "task"
+	// ParamRequestState is params.requestState of a retried tools/call
+	// (revision 2026-07-28 multi-round requests).
+	ParamRequestState = "requestState"
+)
+
+// Param returns the raw value of params member name (compared after
+// unescaping, as every name Parse reads) as Parse recorded it on its
+// single pass, and whether it is present. recorded is false when m was
+// not made by Parse from a message with params, or name is not one of
+// ParamTask and ParamRequestState: the caller then reads m.Params itself.
+func (m *Message) Param(name string) (v jsontext.Value, ok, recorded bool) {
+	if !m.recorded {
+		return nil, false, false
+	}
+	switch name {
+	case ParamTask:
+		v = m.task
+	case ParamRequestState:
+		v = m.requestState
+	default:
+		return nil, false, false
+	}
+	return v, v != nil, true
 }
 
 // Target returns the name the Mcp-Name header carries for m: the tool or

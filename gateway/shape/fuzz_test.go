@@ -31,9 +31,12 @@ func FuzzToolResult(f *testing.F) {
 
 	f.Fuzz(func(t *testing.T, raw []byte, notes, name string) {
 		// Arbitrary input.
-		if out, err := s.ToolResult(raw); err == nil {
+		if out, isError, err := s.ToolResultError(raw); err == nil {
 			if out == nil {
 				out = raw
+			}
+			if got := outputIsError(t, out); got != isError {
+				t.Fatalf("isError %v, the output %q says %v", isError, out, got)
 			}
 			if !jsontext.Value(out).IsValid() {
 				t.Fatalf("output not strict JSON: %q\ninput %q", out, raw)

@@ -23,6 +23,23 @@ func (s *Shaper) ToolResult(result []byte) ([]byte, error) {
 	})
 }
 
+// ToolResultError is ToolResult that also reports whether the result to
+// relay — out, or result itself when out is nil — is a tool error: its
+// top-level "isError" member (names compared after unescaping) is the
+// JSON literal true, as MCP's CallToolResult.isError (schema.ts) marks
+// one. The shaper reads that member as it walks the result, so a caller
+// need not scan the result again; a member dropped as a secret name is
+// not in the output and so reports false, and a result replaced for its
+// size is always a tool error. isError is meaningful only when err is nil.
+func (s *Shaper) ToolResultError(result []byte) (out []byte, isError bool, err error) {
+	out, err = s.run(func(w *walker) ([]byte, error) {
+		o, e := w.toolResult(result)
+		isError = w.isError
+		return o, e
+	})
+	return out, isError, err
+}
+
 func (w *walker) toolResult(result []byte) ([]byte, error) {
 	s := w.s
 	if err := w.members(result, w.toolMember); err != nil {
@@ -53,12 +70,14 @@ func (w *walker) toolResult(result []byte) ([]byte, error) {
 	}
 	if !w.changed {
 		if len(result) > s.maxResult {
+			w.isError = true
 			return tooLarge(len(result), s.maxResult), nil
 		}
 		return nil, nil
 	}
 	out := w.assemble(result)
 	if len(out) > s.maxResult {
+		w.isError = true
 		return tooLarge(len(out), s.maxResult), nil
 	}
 	return bytes.Clone(out), nil
@@ -101,6 +120,13 @@ func (w *walker) toolMember(name []byte, dec *jsontext.Decoder, dst []byte) ([]b
 			err := w.collectBlocks(dec)
 			return dst, true, err
 		}
+	case "isError":
+		// Copied as it stands (a literal is never rewritten); the copy
+		// tells ToolResultError what the output holds.
+		start := len(dst)
+		v, err := w.value(dec, dst, nil, true, false)
+		w.isError = err == nil && string(v[start:]) == "true"
+		return v, false, err
 	}
 	v, err := w.value(dec, dst, nil, true, false)
 	return v, false, err

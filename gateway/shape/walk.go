@@ -42,6 +42,7 @@ type walker struct {
 	prefix  bool // wrap strings as TextPrefix+text instead of a wrapper object
 	lenient bool // decoders let invalid UTF-8 through; strings are checked
 	changed bool // something in the current part was rewritten
+	isError bool // the tool result's output has "isError": true (ToolResultError)
 
 	decs []*decoder // decoder stack; ndec in use
 	ndec int
@@ -102,7 +103,7 @@ func run(s *Shaper, maxText int, prefix bool, fn func(w *walker) ([]byte, error)
 }
 
 func (w *walker) reset(s *Shaper, maxText int, prefix, lenient bool) {
-	w.s, w.maxText, w.prefix, w.lenient, w.changed = s, maxText, prefix, lenient, false
+	w.s, w.maxText, w.prefix, w.lenient, w.changed, w.isError = s, maxText, prefix, lenient, false, false
 	w.ndec = 0
 	w.arena, w.mem, w.out = w.arena[:0], w.mem[:0], w.out[:0]
 	w.kvs, w.recs = w.kvs[:0], w.recs[:0]
