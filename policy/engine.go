@@ -47,8 +47,9 @@ type Options struct {
 	// Shadow, if set, evaluates a candidate policy beside this one and
 	// counts the differences (shadow.go). The live policy still decides.
 	Shadow *ShadowOptions
-	// Registerer receives the metrics of DecisionLogs and Shadow; nil:
-	// not registered.
+	// Registerer receives the decision memo's counter
+	// (mcpgate_policy_decision_memo_total) and the metrics of DecisionLogs
+	// and Shadow; nil: not registered.
 	Registerer prometheus.Registerer
 	// NoDecisionMemo evaluates the policy for every Decide, even for an
 	// input equal to a recent one (memo.go; the memo is on by default for
@@ -67,6 +68,9 @@ type Engine struct {
 	onReload     func(bool, error)
 	caches       atomic.Pointer[termCaches] // swapped by SetDeclarations
 	noMemo       bool                       // Options.NoDecisionMemo
+	// memoHit, memoMiss and memoOff count decisions answered by the memo,
+	// evaluated and remembered, and evaluated without it.
+	memoHit, memoMiss, memoOff prometheus.Counter
 
 	reloadMu sync.Mutex // serialises Reload
 	current  atomic.Pointer[policyVersion]
@@ -85,6 +89,16 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 		log:          o.Logger,
 		onReload:     o.OnReload,
 		noMemo:       o.NoDecisionMemo,
+	}
+	memo := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcpgate_policy_decision_memo_total",
+		Help: "Policy decisions by how the decision memo took part: hit (a repeated input answered from the memo), miss (evaluated, then remembered), off (evaluated without the memo: the policy calls a builtin whose answer changes between calls, the input is too large, or the memo is turned off).",
+	}, []string{"result"})
+	e.memoHit, e.memoMiss, e.memoOff = memo.WithLabelValues("hit"), memo.WithLabelValues("miss"), memo.WithLabelValues("off")
+	if o.Registerer != nil {
+		if err := o.Registerer.Register(memo); err != nil {
+			return nil, fmt.Errorf("policy: register metrics: %w", err)
+		}
 	}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
@@ -231,6 +245,7 @@ func (e *Engine) Decide(ctx context.Context, in *Input) (*Decision, error) {
 		if ctx.Err() == nil && p.memo.get(key, d) {
 			// A repeat (memo.go): no OPA input is built unless the
 			// decision logs or the shadow policy need it.
+			e.memoHit.Inc()
 			e.outOfBand(ctx, in, d)
 			if e.logs != nil || e.shadow != nil {
 				input, err := inputValue(in, e.caches.Load())
@@ -247,8 +262,10 @@ func (e *Engine) Decide(ctx context.Context, in *Input) (*Decision, error) {
 		return e.fail(ctx, d, CodeInvalidInput, fmt.Errorf("%w: %w", ErrInvalidInput, err))
 	}
 	if key != nil {
+		e.memoMiss.Inc()
 		d, err = e.memoEval(ctx, p, d, in, input, key)
 	} else {
+		e.memoOff.Inc()
 		d, err = e.eval(ctx, p, d, in, input)
 	}
 	if e.logs != nil || e.shadow != nil {

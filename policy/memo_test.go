@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // The default policy calls only builtins whose answers depend on their
@@ -402,4 +404,53 @@ func TestDecisionMemoBounded(t *testing.T) {
 			t.Fatalf("entry %q holds %+v", k, d)
 		}
 	}
+}
+
+// mcpgate_policy_decision_memo_total counts a first decision as a miss, its
+// repeat as a hit, and a decision of a policy without a memo as off.
+func TestDecisionMemoCounted(t *testing.T) {
+	ctx := context.Background()
+	reg := prometheus.NewRegistry()
+	e, err := New(ctx, Options{Declarations: testDeclarations, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := callInput("search_contacts", alice)
+	for range 3 {
+		if _, err := e.Decide(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	volatile, err := New(ctx, Options{Dirs: []string{policyDir(t, "package mcpgate\n\ndecision := {\"allow\": time.now_ns() > 0}\n")}, Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := volatile.Decide(ctx, requestInput("ping")); err != nil {
+		t.Fatal(err)
+	}
+	for result, want := range map[string]float64{"hit": 2, "miss": 1, "off": 0} {
+		if got := counterValue(t, e.memoCounter(result)); got != want {
+			t.Errorf("%s: %v, want %v", result, got, want)
+		}
+	}
+	if got := counterValue(t, volatile.memoOff); got != 1 {
+		t.Errorf("volatile policy: off %v, want 1", got)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	series := 0
+	for _, mf := range mfs {
+		if mf.GetName() == "mcpgate_policy_decision_memo_total" {
+			series = len(mf.GetMetric())
+		}
+	}
+	if series != 3 {
+		t.Errorf("registered series of mcpgate_policy_decision_memo_total: %d, want 3", series)
+	}
+}
+
+func (e *Engine) memoCounter(result string) prometheus.Counter {
+	return map[string]prometheus.Counter{"hit": e.memoHit, "miss": e.memoMiss, "off": e.memoOff}[result]
 }
