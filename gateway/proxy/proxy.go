@@ -78,8 +78,17 @@ type route struct {
 
 type ctxKey struct{}
 
-// state travels from ServeHTTP to the ReverseProxy hooks.
+// state travels from ServeHTTP to the ReverseProxy hooks. It is itself the
+// context of the request handed to the ReverseProxy: the client request's
+// context, whose Value answers ctxKey{} with the state. One allocation
+// thus carries the state, the pipeline's Request and the context value
+// (context.WithValue would be a second, the Request a third). Done, Err,
+// Deadline and every other key are the client context's, so cancellation
+// and context.Cause behave exactly as with context.WithValue.
 type state struct {
+	context.Context
+	req     gateway.Request
+	out     bytes.Reader // the first outgoing body (GetBody makes others)
 	x       *gateway.Exchange
 	v       gateway.Verdict
 	body    []byte
@@ -90,6 +99,20 @@ type state struct {
 	// deadline is its context.
 	cancel   context.CancelFunc
 	deadline context.Context
+}
+
+// Value returns the state for ctxKey{}, else the client context's value.
+func (st *state) Value(key any) any {
+	if _, ok := key.(ctxKey); ok {
+		return st
+	}
+	return st.Context.Value(key)
+}
+
+// finish releases the deadline and ends the exchange (metrics, slot).
+func (st *state) finish() {
+	st.done()
+	st.x.Finish()
 }
 
 // errToolDeadline is the cause of a tools/call's own deadline (not the
@@ -207,18 +230,18 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.o.Metrics.ObserveRefused(gateway.TransportProxy, time.Since(start))
 		return
 	}
-	req := &gateway.Request{
+	st := &state{Context: r.Context(), body: body, req: gateway.Request{
 		Transport: gateway.TransportProxy,
 		Method:    r.Method,
 		Path:      path,
 		RawQuery:  r.URL.RawQuery,
 		Header:    fromHTTP(r.Header),
 		Body:      body,
-	}
+	}}
 	if rt != nil {
-		req.Upstream, req.Tenant = rt.Upstream, tenant
+		st.req.Upstream, st.req.Tenant = rt.Upstream, tenant
 	}
-	x, v := p.o.Pipeline.HandleRequest(r.Context(), req)
+	x, v := p.o.Pipeline.HandleRequest(r.Context(), &st.req)
 	if v.Local != nil {
 		writeLocal(w, v.Local, nil)
 		return
@@ -229,14 +252,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeLocal(w, gateway.NotFound(), nil)
 		return
 	}
-	st := &state{x: x, v: v, body: body, routeID: rt.Upstream, target: rt.URL}
+	st.x, st.v, st.routeID, st.target = x, v, rt.Upstream, rt.URL
 	if rt.tenantURL {
 		u := *rt.URL
 		u.Path = strings.ReplaceAll(u.Path, routes.Param, tenant)
 		u.RawPath = strings.ReplaceAll(u.RawPath, routes.Param, tenant)
 		st.target = &u
 	}
-	rt.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, st)))
+	rt.rp.ServeHTTP(w, r.WithContext(st))
 }
 
 // readBody reads the whole body, enforcing the size limit while reading
@@ -257,12 +280,8 @@ func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *gatew
 	if limit > 0 {
 		src = http.MaxBytesReader(w, r.Body, limit)
 	}
-	n := r.ContentLength
-	if n < 0 || n > 1<<20 {
-		n = 4096
-	}
-	buf := bytes.NewBuffer(make([]byte, 0, n+1))
-	if _, err := buf.ReadFrom(src); err != nil {
+	body, err := readAll(src, r.ContentLength, 0)
+	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return nil, gateway.TooLarge(limit)
@@ -279,7 +298,45 @@ func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *gatew
 		// wait for the rest of an abandoned body before answering.
 		_ = rc.SetReadDeadline(time.Time{})
 	}
-	return buf.Bytes(), nil
+	return body, nil
+}
+
+// readAll reads r to its end, or until max bytes are in when max > 0 (the
+// caller tells "exactly max" from "more": it asks for one byte over its
+// limit). The buffer is sized once from hint, the Content-Length (< 0:
+// unknown), with one spare byte so the read that meets EOF needs no
+// growth; io.ReadAll and bytes.Buffer.ReadFrom would start at 512 bytes
+// and grow (ReadFrom reallocates even a well-sized buffer: it wants 512
+// free bytes before every read). A hint above 1 MiB is not trusted for the
+// first allocation.
+func readAll(r io.Reader, hint, max int64) ([]byte, error) {
+	n := int64(4096)
+	if hint >= 0 && hint < 1<<20 {
+		n = hint + 1
+	}
+	if max > 0 && n > max {
+		n = max
+	}
+	buf := make([]byte, 0, n)
+	for {
+		if len(buf) == cap(buf) {
+			if max > 0 && int64(len(buf)) >= max {
+				return buf, nil
+			}
+			buf = append(buf, 0)[:len(buf)] // grows the capacity
+			if max > 0 && int64(cap(buf)) > max {
+				buf = buf[:len(buf):max]
+			}
+		}
+		m, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
 }
 
 // rewrite builds the outgoing request: target URL, the verdict's header
@@ -303,9 +360,22 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 		pr.Out.Header[http.CanonicalHeaderKey(k)] = vals
 	}
 	if body != nil {
-		pr.Out.Body = io.NopCloser(bytes.NewReader(body))
+		// io.NopCloser over a *bytes.Reader is one of the bodies net/http
+		// knows to be in memory: it writes the head and the body in one
+		// write (a body of another type gets the head flushed on its own
+		// first: two writes, two packets).
+		st.out.Reset(body)
+		pr.Out.Body = io.NopCloser(&st.out)
 		pr.Out.ContentLength = int64(len(body))
-		pr.Out.Header.Set("Content-Length", strconv.Itoa(len(body)))
+		// The field names the length on the wire (net/http writes
+		// ContentLength, never this header); the header is kept equal to it
+		// for any RoundTripper that reads it, and set only when it differs
+		// (the client's own, for an unchanged body).
+		var num [20]byte
+		cl := strconv.AppendInt(num[:0], int64(len(body)), 10)
+		if v := pr.Out.Header["Content-Length"]; len(v) != 1 || v[0] != string(cl) {
+			pr.Out.Header.Set("Content-Length", string(cl))
+		}
 		pr.Out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	}
 	if st.v.Detach {
@@ -342,15 +412,17 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	for k, vals := range st.v.ResponseExtra {
 		resp.Header[http.CanonicalHeaderKey(k)] = vals
 	}
-	mode, err := st.x.ResponseHeaders(resp.StatusCode, fromHTTP(resp.Header))
+	// One conversion for both calls: neither changes the fields it reads.
+	h := fromHTTP(resp.Header)
+	mode, err := st.x.ResponseHeaders(resp.StatusCode, h)
 	if err != nil {
 		return err
 	}
-	mode = st.x.KillableStream(mode, fromHTTP(resp.Header)) // killswitch.go
+	mode = st.x.KillableStream(mode, h) // killswitch.go
 	switch mode {
 	case gateway.BufferJSON:
 		limit := p.o.MaxResponseBytes
-		data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+		data, err := readAll(resp.Body, resp.ContentLength, limit+1)
 		resp.Body.Close()
 		if err != nil {
 			return err
@@ -367,19 +439,21 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 			resp.ContentLength = int64(len(out))
 			resp.Header.Set("Content-Length", strconv.Itoa(len(out)))
 		}
-		resp.Body = &finishBody{ReadCloser: io.NopCloser(bytes.NewReader(data)), x: st.x, st: st}
+		b := &bufferedBody{st: st}
+		b.Reset(data)
+		resp.Body = b
 	case gateway.StreamSSE:
 		resp.Header.Del("Content-Length")
 		resp.ContentLength = -1
 		resp.Header.Set("X-Accel-Buffering", "no")
 		er := newEventReader(resp.Body, st.x.NewEventRewriter(resp.Request.Context()))
 		er.watchSwitches(resp.Request.Context(), st.x) // killswitch.go
-		resp.Body = &finishBody{ReadCloser: er, x: st.x, detach: st.v.Detach, st: st}
+		resp.Body = &finishBody{ReadCloser: er, detach: st.v.Detach, st: st}
 	default:
 		if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 			resp.Header.Set("X-Accel-Buffering", "no")
 		}
-		resp.Body = &finishBody{ReadCloser: resp.Body, x: st.x, detach: st.v.Detach, st: st}
+		resp.Body = &finishBody{ReadCloser: resp.Body, detach: st.v.Detach, st: st}
 	}
 	return nil
 }
@@ -416,10 +490,21 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 		Body: mcp.ErrorResponse(id, &mcp.Error{Code: mcp.CodeInternalError, Message: gateway.UpstreamFailure})}, st.v.ResponseExtra)
 }
 
+// bufferedBody relays an answer read in full (and inspected); Close ends
+// the exchange.
+type bufferedBody struct {
+	bytes.Reader
+	st *state
+}
+
+func (b *bufferedBody) Close() error {
+	b.st.finish()
+	return nil
+}
+
 // finishBody records the exchange's metrics when the relay ends.
 type finishBody struct {
 	io.ReadCloser
-	x      *gateway.Exchange
 	detach bool // a write: read the answer to the end even if the client left
 	st     *state
 }
@@ -438,8 +523,7 @@ func (b *finishBody) Close() error {
 		t.Stop()
 	}
 	err := b.ReadCloser.Close()
-	b.st.done()
-	b.x.Finish()
+	b.st.finish()
 	return err
 }
 
@@ -467,11 +551,43 @@ func writeLocal(w http.ResponseWriter, l *gateway.Local, extra mcp.Header) {
 	}
 }
 
-// fromHTTP converts header fields to the pipeline's lower-case form.
+// fromHTTP converts header fields to the pipeline's lower-case form. The
+// value slices are shared, not copied.
 func fromHTTP(h http.Header) mcp.Header {
 	out := make(mcp.Header, len(h))
 	for k, v := range h {
-		out[strings.ToLower(k)] = v
+		out[lower(k)] = v
 	}
 	return out
 }
+
+// lower is strings.ToLower(k), without allocating for the field names MCP
+// requests and answers carry (k in net/http's canonical form).
+func lower(k string) string {
+	if l, ok := lowerNames[k]; ok {
+		return l
+	}
+	return strings.ToLower(k)
+}
+
+// lowerNames maps canonical field names (textproto.CanonicalMIMEHeaderKey)
+// to their lower-case form, built from the names themselves.
+var lowerNames = func() map[string]string {
+	names := []string{
+		"Accept", "Accept-Encoding", "Accept-Language", "Authorization",
+		"Baggage", "Cache-Control", "Connection", "Content-Encoding",
+		"Content-Length", "Content-Type", "Cookie", "Date", "Etag",
+		"Forwarded", "Idempotency-Key", "Keep-Alive", "Last-Event-Id",
+		"Location", "Mcp-Method", "Mcp-Name", "Mcp-Protocol-Version",
+		"Mcp-Session-Id", "Origin", "Pragma", "Proxy-Authorization", "Referer",
+		"Retry-After", "Server", "Set-Cookie", "Te", "Traceparent",
+		"Tracestate", "Trailer", "Transfer-Encoding", "Upgrade", "User-Agent",
+		"Vary", "Www-Authenticate", "X-Accel-Buffering", "X-Forwarded-For",
+		"X-Forwarded-Host", "X-Forwarded-Proto", "X-Request-Id",
+	}
+	m := make(map[string]string, len(names))
+	for _, n := range names {
+		m[n] = strings.ToLower(n)
+	}
+	return m
+}()
