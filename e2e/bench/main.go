@@ -301,11 +301,18 @@ func bench(ctx context.Context, o options, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "machine: %d CPUs (GOMAXPROCS %d), %s; %d calls per run after %d warm-up calls; distinct arguments per call: %v\n",
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), o.calls, o.warmup, o.distinct)
 	fmt.Fprintf(stdout, "gateway RSS after start: %s\n\n", rig.MiB(startMem.RSS))
-	if err := measure(ctx, stdout, o, g, up, targets); err != nil {
+	if err := measure(ctx, stdout, o, targets); err != nil {
 		return err
 	}
 	if libfloor != "" {
-		return memoryFloor(ctx, stdout, libfloor, g, slices.Max(o.conc))
+		// Before the SSE part, so the gateway's line is its memory after
+		// the same kind of load.
+		if err := memoryFloor(ctx, stdout, libfloor, g, slices.Max(o.conc)); err != nil {
+			return err
+		}
+	}
+	if o.sseBytes > 0 {
+		return sse(ctx, stdout, g, up, o)
 	}
 	return nil
 }
@@ -350,9 +357,9 @@ type target = struct {
 	tokens []string
 }
 
-// measure runs the load against every mode at every concurrency, reports,
-// then streams the SSE answer.
-func measure(ctx context.Context, stdout io.Writer, o options, g *rig.Gateway, up *rig.Upstream, targets map[string]target) error {
+// measure runs the load against every mode at every concurrency and
+// reports.
+func measure(ctx context.Context, stdout io.Writer, o options, targets map[string]target) error {
 	var rows []row
 	for _, c := range o.conc {
 		for _, m := range o.modes {
@@ -386,11 +393,6 @@ func measure(ctx context.Context, stdout io.Writer, o options, g *rig.Gateway, u
 		}
 	}
 	report(stdout, rows)
-	if o.sseBytes > 0 {
-		if err := sse(ctx, stdout, g, up, o); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 

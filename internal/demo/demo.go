@@ -135,7 +135,9 @@ func New(o Options) *Server {
 	s.Reset()
 	impl := Implementation
 	s.mcp = mcp.NewServer(&impl, &mcp.ServerOptions{
-		Logger:       logger,
+		// The SDK logs every stateless request's session at INFO (six
+		// lines per catalog refresh); only its warnings reach the user.
+		Logger:       slog.New(minLevel{logger.Handler(), slog.LevelWarn}),
 		Instructions: instructions,
 	})
 	s.registerTools()
@@ -226,4 +228,22 @@ func (s *Server) count(ctx context.Context, tool, tenant string) {
 		tenant = DefaultTenant
 	}
 	s.logger.InfoContext(ctx, "demo tool call", "tool", tool, "tenant", tenant)
+}
+
+// minLevel passes on only records at or above min.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(as), h.min}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{h.Handler.WithGroup(name), h.min}
 }
