@@ -76,6 +76,38 @@ func BenchmarkDecideToolsCallMemo(b *testing.B) {
 	})
 }
 
+// BenchmarkDecideToolsCallCatalog is the call of the e2e benchmark's
+// get_status: a read tool declaring a right and result_fields only, with
+// mcpgate's catalog on (input.tool.catalog, approved), memo off.
+func BenchmarkDecideToolsCallCatalog(b *testing.B) {
+	e := newEvalEngine(b)
+	in := callInput("get_status", alice)
+	in.Tool = &Tool{Name: "get_status", Declared: true,
+		ToolDeclaration: ToolDeclaration{Effect: EffectRead, Rights: []string{"crm.read"}, ResultFields: []string{"service", "state", "checked_at"}},
+		Catalog:         &ToolCatalog{Listed: true, State: CatalogApproved, Hash: "sha256:0f1e2d"}}
+	ctx := context.Background()
+	loop(b, func() {
+		d, err := e.Decide(ctx, in)
+		if err != nil || !d.Allow || d.Result == nil {
+			b.Fatal(d, err)
+		}
+	})
+}
+
+// BenchmarkDecideToolsCallWrite is an allowed silent_write call of a tool
+// declaring no result paths, memo off.
+func BenchmarkDecideToolsCallWrite(b *testing.B) {
+	e := newEvalEngine(b)
+	in := callInput("update_contact", alice)
+	ctx := context.Background()
+	loop(b, func() {
+		d, err := e.Decide(ctx, in)
+		if err != nil || !d.Allow || !d.Replay {
+			b.Fatal(d, err)
+		}
+	})
+}
+
 // BenchmarkDecideToolsCallDenied is a call the policy refuses (undeclared
 // tool), which builds reasons.
 func BenchmarkDecideToolsCallDenied(b *testing.B) {
