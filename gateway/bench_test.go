@@ -134,15 +134,7 @@ func BenchmarkToolsCallExchange(b *testing.B) {
 	respHeader := mcp.Header{"content-type": {"application/json"}}
 	b.ReportAllocs()
 	for b.Loop() {
-		hdr := mcp.Header{
-			"content-type":         {"application/json"},
-			"accept":               {"application/json, text/event-stream"},
-			"authorization":        {"Bearer good-status:read"},
-			"mcp-protocol-version": {"2026-07-28"},
-			"mcp-method":           {"tools/call"},
-			"mcp-name":             {"get_status"},
-		}
-		x, v := p.HandleRequest(ctx, &gateway.Request{Transport: gateway.TransportProxy, Method: "POST", Path: "/mcp", Upstream: "demo", Header: hdr, Body: body})
+		x, v := p.HandleRequest(ctx, exchangeRequest("good-status:read", body))
 		if v.Local != nil {
 			b.Fatalf("refused: %s", v.Local.Body)
 		}
@@ -177,15 +169,7 @@ func BenchmarkToolsCallExchangeSSE(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		hdr := mcp.Header{
-			"content-type":         {"application/json"},
-			"accept":               {"application/json, text/event-stream"},
-			"authorization":        {"Bearer good-status:read"},
-			"mcp-protocol-version": {"2026-07-28"},
-			"mcp-method":           {"tools/call"},
-			"mcp-name":             {"get_status"},
-		}
-		x, v := p.HandleRequest(ctx, &gateway.Request{Transport: gateway.TransportProxy, Method: "POST", Path: "/mcp", Upstream: "demo", Header: hdr, Body: body})
+		x, v := p.HandleRequest(ctx, exchangeRequest("good-status:read", body))
 		if v.Local != nil {
 			b.Fatalf("refused: %s", v.Local.Body)
 		}

@@ -33,9 +33,11 @@ func (c *countingCatalog) Tool(u, name string) (gateway.CatalogTool, bool, bool)
 	return c.staticCatalog.Tool(u, name)
 }
 
-func exchangeRequest(token, body string) *gateway.Request {
-	return &gateway.Request{Transport: gateway.TransportProxy, Method: "POST", Path: "/mcp", Upstream: "demo", Body: []byte(body), Header: mcp.Header{
-		"content-type": {"application/json"}, "authorization": {"Bearer " + token},
+// exchangeRequest is a tools/call of get_status as an adapter hands it
+// over, with a fresh header map each time (as each HTTP request has).
+func exchangeRequest(token string, body []byte) *gateway.Request {
+	return &gateway.Request{Transport: gateway.TransportProxy, Method: "POST", Path: "/mcp", Upstream: "demo", Body: body, Header: mcp.Header{
+		"content-type": {"application/json"}, "accept": {"application/json, text/event-stream"}, "authorization": {"Bearer " + token},
 		"mcp-protocol-version": {"2026-07-28"}, "mcp-method": {"tools/call"}, "mcp-name": {"get_status"}}}
 }
 
@@ -46,7 +48,7 @@ func TestCatalogLookedUpOncePerRequest(t *testing.T) {
 	ctx := context.Background()
 	cat := &countingCatalog{staticCatalog: exchangeCatalog()}
 	p := newExchangePipelineWith(t, cat, prometheus.NewRegistry())
-	x, v := p.HandleRequest(ctx, exchangeRequest("good-status:read", exchangeCall))
+	x, v := p.HandleRequest(ctx, exchangeRequest("good-status:read", []byte(exchangeCall)))
 	if v.Local != nil {
 		t.Fatalf("refused: %s", v.Local.Body)
 	}
@@ -59,13 +61,13 @@ func TestCatalogLookedUpOncePerRequest(t *testing.T) {
 	changed := &countingCatalog{staticCatalog: exchangeCatalog()}
 	changed.staticCatalog.tools[0].State = policy.CatalogChanged
 	cp := newExchangePipelineWith(t, changed, prometheus.NewRegistry())
-	if _, v := cp.HandleRequest(ctx, exchangeRequest("good-status:read", exchangeCall)); v.Local == nil || !strings.Contains(string(v.Local.Body), `"isError":true`) {
+	if _, v := cp.HandleRequest(ctx, exchangeRequest("good-status:read", []byte(exchangeCall))); v.Local == nil || !strings.Contains(string(v.Local.Body), `"isError":true`) {
 		t.Fatalf("a changed tool was not refused: %+v", v)
 	} else if tool := changed.tool.Load(); tool != 1 {
 		t.Errorf("refused call: %d Tool lookups, want 1", tool)
 	}
 	cat.tool.Store(0)
-	list := exchangeRequest("good-status:read", `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{`+meta2026+`}}`)
+	list := exchangeRequest("good-status:read", []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{`+meta2026+`}}`))
 	list.Header.Set("mcp-method", "tools/list")
 	delete(list.Header, "mcp-name")
 	x, v = p.HandleRequest(ctx, list)
@@ -123,7 +125,7 @@ func TestRequestMetricsPerLabelSet(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	p := newExchangePipelineWith(t, exchangeCatalog(), reg)
 	for range 3 {
-		x, v := p.HandleRequest(ctx, exchangeRequest("good-status:read", exchangeCall))
+		x, v := p.HandleRequest(ctx, exchangeRequest("good-status:read", []byte(exchangeCall)))
 		if v.Local != nil {
 			t.Fatalf("refused: %s", v.Local.Body)
 		}
@@ -137,11 +139,11 @@ func TestRequestMetricsPerLabelSet(t *testing.T) {
 		x.Finish() // recorded once
 	}
 	for range 2 { // no status:read right: refused by the policy
-		if _, v := p.HandleRequest(ctx, exchangeRequest("good-other:read", exchangeCall)); v.Local == nil {
+		if _, v := p.HandleRequest(ctx, exchangeRequest("good-other:read", []byte(exchangeCall))); v.Local == nil {
 			t.Fatal("a call without the right was forwarded")
 		}
 	}
-	if _, v := p.HandleRequest(ctx, exchangeRequest("good-status:read", `{"jsonrpc":`)); v.Local == nil || v.Local.Status != 400 {
+	if _, v := p.HandleRequest(ctx, exchangeRequest("good-status:read", []byte(`{"jsonrpc":`))); v.Local == nil || v.Local.Status != 400 {
 		t.Fatalf("invalid JSON: %+v", v.Local)
 	}
 	for _, c := range []struct {
@@ -184,7 +186,7 @@ func TestResultShapingFollowsEachDecision(t *testing.T) {
 	p := gateway.New(eng, gateway.Options{Declarations: exchangeDecls, MaxBodyBytes: 1 << 16, MaxJSONDepth: 16, MaxSSEEventBytes: 1 << 20})
 	for _, keep := range []string{"service", "state", "service", "region", "state"} {
 		call := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"get_status","arguments":{"keep":"` + keep + `"},` + meta2026 + `}}`
-		req := exchangeRequest("", call)
+		req := exchangeRequest("", []byte(call))
 		delete(req.Header, "authorization")
 		x, v := p.HandleRequest(ctx, req)
 		if v.Local != nil {

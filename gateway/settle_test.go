@@ -48,7 +48,7 @@ func TestLoopBrakeFollowsShapedIsError(t *testing.T) {
 				Metrics: gateway.NewMetrics(prometheus.NewRegistry())})
 			answer := []byte(`{"jsonrpc":"2.0","id":7,"result":` + c.result + `}`)
 			for i := range 2 {
-				x, v := p.HandleRequest(ctx, exchangeRequest("good-status:read", exchangeCall))
+				x, v := p.HandleRequest(ctx, exchangeRequest("good-status:read", []byte(exchangeCall)))
 				if v.Local != nil {
 					t.Fatalf("call %d refused: %s", i, v.Local.Body)
 				}
@@ -60,7 +60,7 @@ func TestLoopBrakeFollowsShapedIsError(t *testing.T) {
 				}
 				x.Finish()
 			}
-			_, v := p.HandleRequest(ctx, exchangeRequest("good-status:read", exchangeCall))
+			_, v := p.HandleRequest(ctx, exchangeRequest("good-status:read", []byte(exchangeCall)))
 			braked := v.Local != nil && strings.Contains(string(v.Local.Body), "stop_and_ask")
 			if braked != c.failed {
 				t.Fatalf("third identical call braked %v, want %v (%+v)", braked, c.failed, v.Local)
