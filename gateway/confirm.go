@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"fmt"
 	"context"
 	"errors"
 	"log/slog"
@@ -92,10 +93,14 @@ func (p *Pipeline) preview(ctx context.Context, x *Exchange, d *policy.Decision)
 	if err != nil {
 		return p.writeFailure(ctx, x, d, "the call's requestState and inputResponses cannot be kept", err)
 	}
+	answers, err := answersSummary(resume)
+	if err != nil {
+		return p.writeFailure(ctx, x, d, "the call's inputResponses cannot be put in canonical form", err)
+	}
 	a := store.Action{
 		ID: id, Tenant: pr.Tenant, Subject: pr.Subject, Connection: connectionOf(pr), Upstream: x.req.Upstream,
 		Tool: x.msg.Name, Effect: d.Effect, Arguments: bytes.Clone(arguments), Resume: resume, ArgsDigest: digest, ToolHash: hash,
-		Summary: confirmSummary(title, x.msg.Name, d.Effect, canon), Approval: approval,
+		Summary: confirmSummary(title, x.msg.Name, d.Effect, canon) + answers, Approval: approval,
 		CreatedAt: now, ExpiresAt: now.Add(w.confirmTTL()), State: store.ActionPending,
 	}
 	if c := x.input.Message.Client; c != nil {
@@ -417,6 +422,25 @@ func resumeMembers(params []byte) ([]byte, error) {
 	return out, nil
 }
 
+// answersSummary is the part of a confirm_summary naming the client's
+// inputResponses a multi-round call carries (resumeMembers): they go
+// upstream with the confirmed call and can change what it does, so the
+// person approves them too. "" when there are none.
+func answersSummary(resume []byte) (string, error) {
+	if len(resume) == 0 {
+		return "", nil
+	}
+	v, ok, err := member(resume, "inputResponses")
+	if err != nil || !ok {
+		return "", err
+	}
+	c, err := canonical(v)
+	if err != nil {
+		return "", err
+	}
+	return ", answering the server's questions with " + string(c), nil
+}
+
 // originalCall rebuilds the tools/call request a pending action stands
 // for, with the id and _meta of the confirm_action request and the
 // upstream's own round state the previewed call carried (resumeMembers).
@@ -430,7 +454,14 @@ func originalCall(confirm *mcp.Message, a store.Action) ([]byte, error) {
 		return nil, err
 	}
 	for _, k := range resumeKeys {
-		if v, ok, _ := member(a.Resume, k); ok {
+		if len(a.Resume) == 0 {
+			break
+		}
+		v, ok, err := member(a.Resume, k)
+		if err != nil {
+			return nil, fmt.Errorf("stored round state: %w", err)
+		}
+		if ok {
 			if params, err = withMember(params, k, v); err != nil {
 				return nil, err
 			}

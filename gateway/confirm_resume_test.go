@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -11,8 +12,9 @@ import (
 // the upstream's InputRequiredResult and the client's inputResponses) is
 // previewed with a confirm_token (the client cannot be asked through
 // elicitation); confirm_action then sends the original call with that
-// state, byte for byte, not without it. A call without such state is
-// confirmed without the members.
+// state, byte for byte, not without it, and the confirm_summary the
+// person approves names the client's answers. A call without such state
+// is confirmed without the members.
 func TestConfirmationKeepsUpstreamRoundState(t *testing.T) {
 	ctx := context.Background()
 	p := newWritePipeline(t, writeCatalog(), nil, nil)
@@ -21,6 +23,11 @@ func TestConfirmationKeepsUpstreamRoundState(t *testing.T) {
 	upstream := `"requestState":"upstream-round-1","inputResponses":{"pick_list":` + pick + `},`
 	_, v := p.HandleRequest(ctx, elicitCall("good-", "1", "email_customer", args, upstream, `{}`))
 	token, summary := previewOf(t, v)
+	// The client's answers go upstream too, so the person approves them:
+	// the summary names them (canonical JSON), the opaque state it does not.
+	if !strings.Contains(summary, `answering the server's questions with {"pick_list":{"action":"accept","content":{"list":"vip"}}}`) || strings.Contains(summary, "upstream-round-1") {
+		t.Fatalf("summary %q", summary)
+	}
 
 	x, v := p.HandleRequest(ctx, toolCall("2", "confirm_action", confirmArgs(token, summary)))
 	if v.Local != nil {
@@ -47,6 +54,9 @@ func TestConfirmationKeepsUpstreamRoundState(t *testing.T) {
 	// Without round state, the confirmed call has none either.
 	_, v = p.HandleRequest(ctx, toolCall("3", "email_customer", `{"text":"plain"}`))
 	token, summary = previewOf(t, v)
+	if strings.Contains(summary, "answering") {
+		t.Fatalf("summary of a call without answers: %q", summary)
+	}
 	_, v = p.HandleRequest(ctx, toolCall("4", "confirm_action", confirmArgs(token, summary)))
 	if v.Local != nil {
 		t.Fatalf("confirmed call not forwarded: %s", v.Local.Body)

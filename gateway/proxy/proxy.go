@@ -307,11 +307,13 @@ func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *gatew
 // unknown), with one spare byte so the read that meets EOF needs no
 // growth; io.ReadAll and bytes.Buffer.ReadFrom would start at 512 bytes
 // and grow (ReadFrom reallocates even a well-sized buffer: it wants 512
-// free bytes before every read). A hint above 1 MiB is not trusted for the
-// first allocation.
+// free bytes before every read). A hint above readAllTrust is not
+// trusted for the first allocation: a client that announces a large body
+// and sends nothing holds no more than that until its read deadline; a
+// larger body grows the buffer as it arrives.
 func readAll(r io.Reader, hint, max int64) ([]byte, error) {
 	n := int64(4096)
-	if hint >= 0 && hint < 1<<20 {
+	if hint >= 0 && hint < readAllTrust {
 		n = hint + 1
 	}
 	if max > 0 && n > max {
@@ -338,6 +340,10 @@ func readAll(r io.Reader, hint, max int64) ([]byte, error) {
 		}
 	}
 }
+
+// readAllTrust bounds the first allocation readAll makes from a
+// Content-Length (64 KiB: MCP requests and most answers are smaller).
+const readAllTrust = 64 << 10
 
 // rewrite builds the outgoing request: target URL, the verdict's header
 // mutations and body. httputil.ReverseProxy strips hop-by-hop headers.

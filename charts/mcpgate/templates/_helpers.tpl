@@ -247,6 +247,9 @@ limit under that keeps the collector running all the time.
 */}}
 {{- define "mcpgate.gomemlimit" -}}
 {{- $g := default dict .Values.goRuntime -}}
+{{- if kindIs "bool" $g.memoryLimit -}}
+{{- fail "goRuntime.memoryLimit is a boolean: YAML reads an unquoted off as false. Write \"off\" in quotes, or a size such as 200MiB." -}}
+{{- end -}}
 {{- $explicit := toString (default "" $g.memoryLimit) -}}
 {{- if $explicit -}}
 {{- if not (regexMatch "^(off|[0-9]+(B|KiB|MiB|GiB|TiB)?)$" $explicit) -}}
@@ -289,6 +292,9 @@ limit under that keeps the collector running all the time.
 {{- define "mcpgate.goRuntimeEnv" -}}
 {{- $g := default dict .Values.goRuntime -}}
 {{- $gomem := include "mcpgate.gomemlimit" . -}}
+{{- if kindIs "bool" $g.gogc -}}
+{{- fail "goRuntime.gogc is a boolean: YAML reads an unquoted off as false. Write \"off\" in quotes, or a whole number." -}}
+{{- end -}}
 {{- $gogc := toString (default "" $g.gogc) -}}
 {{- if and $gogc (not (regexMatch "^(off|[0-9]+)$" $gogc)) -}}
 {{- fail (printf "goRuntime.gogc %q: want a whole number (100 is Go's default) or off" $gogc) -}}
