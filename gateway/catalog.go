@@ -582,22 +582,7 @@ func (p *Pipeline) listAnswer(ctx context.Context, x *Exchange) *Local {
 		return local(200, mcp.ErrorResponse(x.msg.ID, &mcp.Error{Code: mcp.CodeInvalidParams,
 			Message: "Invalid cursor: this server lists every tool on one page; call tools/list without a cursor."}))
 	}
-	items := make([]policy.Item, len(tools))
-	for i := range tools {
-		t := p.tool(x.req.Upstream, tools[i].Name)
-		t.Catalog = catalogEntry(&tools[i])
-		if _, err := p.schema(&tools[i]); err != nil {
-			t.Catalog.State = policy.CatalogUnusable
-		}
-		items[i] = policy.Item{Name: tools[i].Name, Tool: t}
-	}
-	d := p.decide(ctx, x, policy.PhaseList, items)
-	visible := make(map[string]bool, len(d.Visible))
-	if d.Allow {
-		for _, n := range d.Visible {
-			visible[n] = true
-		}
-	}
+	items, visible, _ := p.visibleTools(ctx, x, tools) // listchanged.go; refused: none visible
 	toolset := x.input.Principal.Toolset
 	p.recordListed(x, fingerprint(tools, items, visible, toolset)) // listchanged.go
 	var out bytes.Buffer

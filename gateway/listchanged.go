@@ -296,12 +296,14 @@ func (p *Pipeline) toolsFingerprint(ctx context.Context, sx *Exchange, pr policy
 
 // visibleTools asks the policy which catalog tools x's caller sees (phase
 // "list"): the items given to it and the visible names. ok is false when
-// the policy refused or failed.
+// the policy refused or failed (then nothing is visible). tools/list
+// (listAnswer) and the list_changed fingerprint of a stream both ask here,
+// so the two see the same items and agree.
 func (p *Pipeline) visibleTools(ctx context.Context, x *Exchange, tools []CatalogTool) ([]policy.Item, map[string]bool, bool) {
 	items := make([]policy.Item, len(tools))
 	for i := range tools {
 		t := p.tool(x.req.Upstream, tools[i].Name)
-		t.Catalog = &policy.ToolCatalog{Listed: true, State: tools[i].State}
+		t.Catalog = catalogEntry(&tools[i])
 		if _, err := p.schema(&tools[i]); err != nil {
 			t.Catalog.State = policy.CatalogUnusable
 		}
