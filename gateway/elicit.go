@@ -103,37 +103,27 @@ func (p *Pipeline) elicitsConfirmation(x *Exchange, approval string) bool {
 	if w == nil || w.Sealer == nil || x.version < mcp.Version20260728 {
 		return false
 	}
+	form, url := elicitationModes(x.msg.Meta.ClientCapabilities)
 	switch approval {
 	case ApprovalClient:
-		return declaresFormElicitation(x.msg.Meta.ClientCapabilities)
+		return form
 	case ApprovalOutOfBand:
-		return w.ApprovalURL != nil && declaresURLElicitation(x.msg.Meta.ClientCapabilities)
+		return w.ApprovalURL != nil && url
 	}
 	return false
 }
 
-// declaresURLElicitation reports whether client capabilities declare
-// elicitation with URL mode (an "elicitation" object with a "url" member).
-func declaresURLElicitation(caps []byte) bool {
+// elicitationModes reports the elicitation modes client capabilities
+// declare: an "elicitation" object with a "form" and/or a "url" member;
+// with neither, form mode is implied.
+func elicitationModes(caps []byte) (form, url bool) {
 	el, ok, err := member(caps, "elicitation")
 	if err != nil || !ok || el.Kind() != '{' {
-		return false
+		return false, false
 	}
-	_, url, _ := member(el, "url")
-	return url
-}
-
-// declaresFormElicitation reports whether client capabilities declare
-// elicitation with form mode: an "elicitation" object with a "form"
-// member, or with neither "form" nor "url" (form is then implied).
-func declaresFormElicitation(caps []byte) bool {
-	el, ok, err := member(caps, "elicitation")
-	if err != nil || !ok || el.Kind() != '{' {
-		return false
-	}
-	_, form, _ := member(el, "form")
-	_, url, _ := member(el, "url")
-	return form || !url
+	_, form, _ = member(el, "form")
+	_, url, _ = member(el, "url")
+	return form || !url, url
 }
 
 // inputRequired builds the InputRequiredResult of a preview: a form
