@@ -45,6 +45,19 @@ func newEvalEngine(b *testing.B) *Engine {
 	return e
 }
 
+// benchDecide decides in through e in a loop; want says whether a
+// decision is the expected one (the benchmark fails on any other).
+func benchDecide(b *testing.B, ctx context.Context, e *Engine, in *Input, want func(*Decision) bool) {
+	b.Helper()
+	loop(b, func() {
+		if d, err := e.Decide(ctx, in); err != nil || !want(d) {
+			b.Fatal(d, err)
+		}
+	})
+}
+
+func allowed(d *Decision) bool { return d.Allow }
+
 // BenchmarkDecideToolsCall is the hot path: a tools/call with a few
 // arguments through the default policy, from the typed Input (argument
 // parsing included) to the typed Decision, evaluated every time (memo
@@ -52,13 +65,7 @@ func newEvalEngine(b *testing.B) *Engine {
 func BenchmarkDecideToolsCall(b *testing.B) {
 	e := newEvalEngine(b)
 	in := callInput("search_contacts", alice)
-	ctx := context.Background()
-	loop(b, func() {
-		d, err := e.Decide(ctx, in)
-		if err != nil || !d.Allow {
-			b.Fatal(d, err)
-		}
-	})
+	benchDecide(b, context.Background(), e, in, allowed)
 }
 
 // BenchmarkDecideToolsCallMemo is the same call repeated: the input is
@@ -67,13 +74,7 @@ func BenchmarkDecideToolsCall(b *testing.B) {
 func BenchmarkDecideToolsCallMemo(b *testing.B) {
 	e := newDefaultEngine(b)
 	in := callInput("search_contacts", alice)
-	ctx := context.Background()
-	loop(b, func() {
-		d, err := e.Decide(ctx, in)
-		if err != nil || !d.Allow {
-			b.Fatal(d, err)
-		}
-	})
+	benchDecide(b, context.Background(), e, in, allowed)
 }
 
 // BenchmarkDecideToolsCallCatalog is the call of the e2e benchmark's
@@ -85,13 +86,7 @@ func BenchmarkDecideToolsCallCatalog(b *testing.B) {
 	in.Tool = &Tool{Name: "get_status", Declared: true,
 		ToolDeclaration: ToolDeclaration{Effect: EffectRead, Rights: []string{"crm.read"}, ResultFields: []string{"service", "state", "checked_at"}},
 		Catalog:         &ToolCatalog{Listed: true, State: CatalogApproved, Hash: "sha256:0f1e2d"}}
-	ctx := context.Background()
-	loop(b, func() {
-		d, err := e.Decide(ctx, in)
-		if err != nil || !d.Allow || d.Result == nil {
-			b.Fatal(d, err)
-		}
-	})
+	benchDecide(b, context.Background(), e, in, func(d *Decision) bool { return d.Allow && d.Result != nil })
 }
 
 // BenchmarkDecideToolsCallWrite is an allowed silent_write call of a tool
@@ -99,13 +94,7 @@ func BenchmarkDecideToolsCallCatalog(b *testing.B) {
 func BenchmarkDecideToolsCallWrite(b *testing.B) {
 	e := newEvalEngine(b)
 	in := callInput("update_contact", alice)
-	ctx := context.Background()
-	loop(b, func() {
-		d, err := e.Decide(ctx, in)
-		if err != nil || !d.Allow || !d.Replay {
-			b.Fatal(d, err)
-		}
-	})
+	benchDecide(b, context.Background(), e, in, func(d *Decision) bool { return d.Allow && d.Replay })
 }
 
 // BenchmarkDecideToolsCallDenied is a call the policy refuses (undeclared
@@ -113,12 +102,7 @@ func BenchmarkDecideToolsCallWrite(b *testing.B) {
 func BenchmarkDecideToolsCallDenied(b *testing.B) {
 	e := newEvalEngine(b)
 	in := callInput("undeclared_tool", alice)
-	ctx := context.Background()
-	loop(b, func() {
-		if d, err := e.Decide(ctx, in); err != nil || d.Allow {
-			b.Fatal(d, err)
-		}
-	})
+	benchDecide(b, context.Background(), e, in, func(d *Decision) bool { return !d.Allow })
 }
 
 // BenchmarkDecideToolsCallCancelable uses a cancelable request context, as
@@ -128,23 +112,14 @@ func BenchmarkDecideToolsCallCancelable(b *testing.B) {
 	in := callInput("search_contacts", alice)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	loop(b, func() {
-		if d, err := e.Decide(ctx, in); err != nil || !d.Allow {
-			b.Fatal(d, err)
-		}
-	})
+	benchDecide(b, ctx, e, in, allowed)
 }
 
 // BenchmarkDecideToolsList filters a six-tool tools/list result.
 func BenchmarkDecideToolsList(b *testing.B) {
 	e := newEvalEngine(b)
 	in := listInput("tools/list", alice, allTools...)
-	ctx := context.Background()
-	loop(b, func() {
-		if d, err := e.Decide(ctx, in); err != nil || !d.Allow {
-			b.Fatal(d, err)
-		}
-	})
+	benchDecide(b, context.Background(), e, in, allowed)
 }
 
 // BenchmarkInputValue is the input conversion alone (arguments included).
