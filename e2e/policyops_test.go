@@ -25,16 +25,7 @@ import (
 func TestPolicyReloadUnderLoad(t *testing.T) {
 	up := httptest.NewServer(demo.New(demo.Options{}).Handler())
 	defer up.Close()
-	dir := t.TempDir()
-	pol := filepath.Join(dir, "policy")
-	if err := os.Mkdir(pol, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	transparent, err := os.ReadFile("../rego/examples/transparent/transparent.rego")
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(pol, "policy.rego"), string(transparent))
+	dir, pol, transparent := transparentPolicyDir(t)
 	cfgFile := filepath.Join(dir, "mcpgate.yaml")
 	writeFile(t, cfgFile, "listeners:\n  proxy: {address: 127.0.0.1:0}\n  admin: {address: 127.0.0.1:0}\n  extproc: {address: 127.0.0.1:0}\n"+
 		"upstreams:\n  - name: demo\n    url: "+up.URL+"\npolicy:\n  dirs: [policy]\n  watch: false\n"+
@@ -113,7 +104,7 @@ func TestPolicyReloadUnderLoad(t *testing.T) {
 				return
 			default:
 			}
-			src := string(transparent)
+			src := transparent
 			if i%2 == 0 {
 				src = denyAll
 			}

@@ -26,16 +26,7 @@ decision := {"allow": false, "reasons": [{"code": "maintenance", "cause": "Tools
 func TestSIGHUPReload(t *testing.T) {
 	up := httptest.NewServer(demo.New(demo.Options{}).Handler())
 	defer up.Close()
-	dir := t.TempDir()
-	pol := filepath.Join(dir, "policy")
-	if err := os.Mkdir(pol, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	transparent, err := os.ReadFile("../rego/examples/transparent/transparent.rego")
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(pol, "policy.rego"), string(transparent))
+	dir, pol, _ := transparentPolicyDir(t)
 	cfg := filepath.Join(dir, "mcpgate.yaml")
 	writeFile(t, cfg, "listeners:\n  proxy: {address: 127.0.0.1:0}\n  admin: {address: 127.0.0.1:0}\nupstreams:\n  - name: demo\n    url: "+up.URL+"\npolicy:\n  dirs: [policy]\n  watch: false\n")
 
@@ -114,6 +105,24 @@ func TestSIGHUPReload(t *testing.T) {
 	if got := call(); !strings.Contains(got, "maintenance") {
 		t.Fatalf("after a broken reload the previous policy must stay: %s", got)
 	}
+}
+
+// transparentPolicyDir is a temporary directory holding policy/policy.rego,
+// the transparent example policy (rego/examples/transparent), for a
+// configuration with policy.dirs: [policy]; src is that policy's text.
+func transparentPolicyDir(t *testing.T) (dir, pol, src string) {
+	t.Helper()
+	dir = t.TempDir()
+	pol = filepath.Join(dir, "policy")
+	if err := os.Mkdir(pol, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	transparent, err := os.ReadFile("../rego/examples/transparent/transparent.rego")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(pol, "policy.rego"), string(transparent))
+	return dir, pol, string(transparent)
 }
 
 func writeFile(t *testing.T, path, body string) {
