@@ -81,14 +81,21 @@ func keysGenerate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *out == "" {
+	return keysOutput(stdout, *out, data, "keys rotate", fmt.Sprintf("signing key %s (%s)", ks.SigningKeyID(), ks.SigningAlgorithm()))
+}
+
+// keysOutput writes a generated keys file to stdout, or, with out set, to
+// the new file out (keysWriteNew) and says so, naming what it holds; rotate
+// is the command that adds a key to an existing file.
+func keysOutput(stdout io.Writer, out string, data []byte, rotate, holds string) error {
+	if out == "" {
 		_, err := stdout.Write(data)
 		return err
 	}
-	if err := keysWriteNew(*out, data); err != nil {
+	if err := keysWriteNew(out, data, rotate); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %s: signing key %s (%s)\n", *out, ks.SigningKeyID(), ks.SigningAlgorithm())
+	fmt.Fprintf(stdout, "wrote %s: %s\n", out, holds)
 	return nil
 }
 
@@ -200,12 +207,13 @@ func keysLoad(usageOut io.Writer, path string) (*assertion.KeySet, error) {
 }
 
 // keysWriteNew creates path with mode 0600 and writes data; it refuses to
-// touch an existing file and removes a partly written one.
-func keysWriteNew(path string, data []byte) error {
+// touch an existing file (naming rotate, the command that adds a key to
+// one) and removes a partly written one.
+func keysWriteNew(path string, data []byte, rotate string) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		if errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("%s already exists; not overwriting a key file (use keys rotate to add a key)", path)
+			return fmt.Errorf("%s already exists; not overwriting a key file (use %s to add a key)", path, rotate)
 		}
 		return err
 	}

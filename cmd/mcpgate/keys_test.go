@@ -60,7 +60,7 @@ func TestKeysGenerate(t *testing.T) {
 
 		before, _ := os.ReadFile(path)
 		_, _, err = runKeys(t, "generate", "--out", path)
-		if err == nil || !strings.Contains(err.Error(), "already exists") {
+		if err == nil || !strings.Contains(err.Error(), "already exists") || !strings.Contains(err.Error(), "use keys rotate") {
 			t.Fatalf("overwrite: %v", err)
 		}
 		after, _ := os.ReadFile(path)

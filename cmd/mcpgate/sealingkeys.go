@@ -54,15 +54,7 @@ func cmdSealingKeys(_ context.Context, args []string, stdout, stderr io.Writer) 
 		if err != nil {
 			return err
 		}
-		if *out == "" {
-			_, err := stdout.Write(data)
-			return err
-		}
-		if err := keysWriteNew(*out, data); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "wrote %s: sealing key %s\n", *out, ks.SealingKeyID())
-		return nil
+		return keysOutput(stdout, *out, data, "sealing-keys rotate", "sealing key "+ks.SealingKeyID())
 	case "rotate", "promote", "remove":
 		return sealingKeysChange(args[0], args[1:], stdout, stderr)
 	case "help", "--help", "-h":

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/mcpgate/mcpgate/internal/sealing"
@@ -19,8 +20,8 @@ func TestSealingKeysCommands(t *testing.T) {
 	if err := run(ctx, []string{"sealing-keys", "generate", "--out", path}, &out, &errb); err != nil {
 		t.Fatalf("%v: %s", err, errb.String())
 	}
-	if err := run(ctx, []string{"sealing-keys", "generate", "--out", path}, &out, &errb); err == nil {
-		t.Error("generate overwrote a keys file")
+	if err := run(ctx, []string{"sealing-keys", "generate", "--out", path}, &out, &errb); err == nil || !strings.Contains(err.Error(), "use sealing-keys rotate") {
+		t.Errorf("generate over a keys file: %v (want a refusal naming sealing-keys rotate)", err)
 	}
 	first, err := sealing.LoadKeySet(path)
 	if err != nil {
