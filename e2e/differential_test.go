@@ -57,7 +57,15 @@ type differentialEnv struct {
 	stats   map[string]*envoydriver.Driver // for the protocol counters
 }
 
-func startDifferential(t *testing.T) *differentialEnv {
+// differentialUpstream is an extra upstream a differential test adds
+// beside "demo" and "synthetic": served at /<name>/mcp by both paths.
+type differentialUpstream struct {
+	name    string
+	handler http.Handler
+	tools   map[string]policy.ToolDeclaration
+}
+
+func startDifferential(t *testing.T, extra ...differentialUpstream) *differentialEnv {
 	t.Helper()
 	up := httptest.NewServer(demo.New(demo.Options{}).Handler())
 	t.Cleanup(up.Close)
@@ -76,6 +84,13 @@ func startDifferential(t *testing.T) *differentialEnv {
 	delete(cfg.Upstreams[0].Tools, "cancel_booking") // undeclared: hidden and refused
 	cfg.Upstreams = append(cfg.Upstreams, config.Upstream{Name: "synthetic", URL: syn.URL + "/mcp", Route: "/synthetic/mcp",
 		Tools: map[string]policy.ToolDeclaration{"lookup": {Effect: policy.EffectRead}}})
+	targets := map[string]string{"demo": up.URL, "synthetic": syn.URL}
+	for _, x := range extra {
+		srv := httptest.NewServer(x.handler)
+		t.Cleanup(srv.Close)
+		cfg.Upstreams = append(cfg.Upstreams, config.Upstream{Name: x.name, URL: srv.URL + "/mcp", Route: "/" + x.name + "/mcp", Tools: x.tools})
+		targets[x.name] = srv.URL
+	}
 	// These cases compare the relay of forwarded answers (SSE progress
 	// before a filtered list, a large list): tools/list is forwarded only
 	// with the catalog off, and the synthetic upstream is no MCP server
@@ -87,7 +102,7 @@ func startDifferential(t *testing.T) *differentialEnv {
 	}
 	a := startApp(t, cfg)
 	e := &differentialEnv{proxy: "http://" + a.ProxyAddr, drivers: map[string]*httptest.Server{}, stats: map[string]*envoydriver.Driver{}}
-	for name, target := range map[string]string{"demo": up.URL, "synthetic": syn.URL} {
+	for name, target := range targets {
 		srv, d := startEnvoy(t, a.ExtProcAddr, target, name, 500*time.Millisecond)
 		e.drivers[name] = srv
 		e.stats[name] = d
@@ -107,6 +122,17 @@ var decisionID = regexp.MustCompile(`decision_id(\\?)":(\\?)"[0-9a-f]+`)
 
 func do(t *testing.T, method, url string, hdr map[string]string, body []byte) seen {
 	t.Helper()
+	h := http.Header{}
+	for k, v := range hdr {
+		h.Set(k, v)
+	}
+	return doHeader(t, method, url, h, body)
+}
+
+// doHeader is do with a header that may repeat a field (set after the
+// defaults, so it replaces them).
+func doHeader(t *testing.T, method, url string, hdr http.Header, body []byte) seen {
+	t.Helper()
 	var rd io.Reader = bytes.NewReader(body)
 	if len(body) > 1<<20 {
 		// Chunked: refused after reading the limit, so the small rest is
@@ -121,7 +147,7 @@ func do(t *testing.T, method, url string, hdr map[string]string, body []byte) se
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	for k, v := range hdr {
-		req.Header.Set(k, v)
+		req.Header[k] = v
 	}
 	resp, err := http.DefaultTransport.RoundTrip(req)
 	if err != nil {
@@ -191,24 +217,48 @@ func TestDifferential(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := "/mcp"
-			if tt.upstream == "synthetic" {
-				path = "/synthetic/mcp"
-			}
-			direct := do(t, "POST", e.proxy+path, tt.hdr, tt.body)
-			viaEnvoy := do(t, "POST", e.drivers[tt.upstream].URL+path, tt.hdr, tt.body)
+			direct, viaEnvoy := e.both(t, tt.upstream, toHeader(tt.hdr), tt.body)
 			if direct.Status != tt.status {
 				t.Errorf("proxy: status %d, want %d (%.300s)", direct.Status, tt.status, direct.Body)
-			}
-			if direct.Status != viaEnvoy.Status || direct.ContentType != viaEnvoy.ContentType || direct.Body != viaEnvoy.Body {
-				t.Errorf("proxy and ext_proc differ:\nproxy:   %d %q %.400s\next_proc: %d %q %.400s", direct.Status, direct.ContentType, direct.Body, viaEnvoy.Status, viaEnvoy.ContentType, viaEnvoy.Body)
 			}
 			if strings.Contains(direct.Body, "shadow_tool") || strings.Contains(viaEnvoy.Body, "shadow_tool") {
 				t.Error("an undeclared tool was listed")
 			}
 		})
 	}
-	// Every request really crossed the ext_proc stream, by Envoy's rules.
+	e.checkStreams(t)
+}
+
+func toHeader(m map[string]string) http.Header {
+	h := http.Header{}
+	for k, v := range m {
+		h.Set(k, v)
+	}
+	return h
+}
+
+// both sends one request through the standalone proxy and through Envoy
+// (the driver) + ext_proc to an upstream's route, fails the test when the
+// client would see a different status, content type or body, and returns
+// what each path answered.
+func (e *differentialEnv) both(t *testing.T, upstream string, hdr http.Header, body []byte) (direct, viaEnvoy seen) {
+	t.Helper()
+	path := "/mcp"
+	if upstream != "demo" {
+		path = "/" + upstream + "/mcp"
+	}
+	direct = doHeader(t, "POST", e.proxy+path, hdr, body)
+	viaEnvoy = doHeader(t, "POST", e.drivers[upstream].URL+path, hdr, body)
+	if direct.Status != viaEnvoy.Status || direct.ContentType != viaEnvoy.ContentType || direct.Body != viaEnvoy.Body {
+		t.Errorf("proxy and ext_proc differ:\nproxy:   %d %q %.400s\next_proc: %d %q %.400s", direct.Status, direct.ContentType, direct.Body, viaEnvoy.Status, viaEnvoy.ContentType, viaEnvoy.Body)
+	}
+	return direct, viaEnvoy
+}
+
+// checkStreams fails the test unless every request really crossed the
+// ext_proc stream, by Envoy's rules.
+func (e *differentialEnv) checkStreams(t *testing.T) {
+	t.Helper()
 	for name, d := range e.stats {
 		st := d.Stats()
 		if st.StreamsStarted == 0 || st.SpuriousMessages != 0 || st.MessageTimeouts != 0 || st.StreamsFailed != 0 || st.StreamsClosedByServer != 0 {
