@@ -145,8 +145,22 @@ func (w *walker) completionValue(dst, raw []byte) ([]byte, error) {
 // params.data when it is a string, or every string inside it when it is an
 // object or array (member names stay), becomes TextPrefix plus the
 // sanitised text bounded by max. Other methods, and params without those
-// members, are left alone (nil).
+// members, are left alone (nil). It drops no names: Shaper.Notification
+// does, with the Shaper's secret names.
 func NotificationParams(method string, params []byte, max int) ([]byte, error) {
+	return notification(zeroShaper, textLimit(max), method, params)
+}
+
+// Notification is NotificationParams with s's text bound that also drops
+// s's secret names at any depth of the params of every notification.
+func (s *Shaper) Notification(method string, params []byte) ([]byte, error) {
+	if s == nil {
+		s = zeroShaper
+	}
+	return notification(s, s.maxText, method, params)
+}
+
+func notification(s *Shaper, max int, method string, params []byte) ([]byte, error) {
 	var field string
 	switch method {
 	case "notifications/progress":
@@ -154,14 +168,16 @@ func NotificationParams(method string, params []byte, max int) ([]byte, error) {
 	case "notifications/message":
 		field = "data"
 	default:
-		return nil, nil
+		if s.secrets.empty() {
+			return nil, nil
+		}
 	}
 	if len(bytes.TrimSpace(params)) == 0 {
 		return nil, nil
 	}
-	return run(zeroShaper, textLimit(max), true, func(w *walker) ([]byte, error) {
+	return run(s, max, true, func(w *walker) ([]byte, error) {
 		err := w.members(params, func(name []byte, dec *jsontext.Decoder, dst []byte) ([]byte, bool, error) {
-			if string(name) != field || field == "message" && dec.PeekKind() != '"' {
+			if field == "" || string(name) != field || field == "message" && dec.PeekKind() != '"' {
 				v, err := w.value(dec, dst, nil, true, false)
 				return v, false, err
 			}
@@ -170,6 +186,109 @@ func NotificationParams(method string, params []byte, max int) ([]byte, error) {
 		})
 		return w.finish(params, err)
 	})
+}
+
+// ErrorObject shapes the error object of a JSON-RPC error answer from an
+// upstream (its "error" member). Its text is the remote server's:
+//   - message, a string, is sanitised and bounded by MaxTextBytes; with
+//     UntrustedText declared it also starts with TextPrefix;
+//   - data (any JSON value) loses the secret names at any depth; with
+//     UntrustedText declared every string in it (member names stay)
+//     becomes TextPrefix plus the sanitised, bounded text, so data keeps
+//     its shape for clients that read it;
+//   - code and every other member are kept as written, secret names
+//     dropped ("code" and "message" are never dropped).
+//
+// It returns nil when nothing changes. An error object that is not a JSON
+// object is ErrNotObject.
+func (s *Shaper) ErrorObject(obj []byte) ([]byte, error) {
+	return s.run(func(w *walker) ([]byte, error) {
+		w.errorObject = true
+		err := w.members(obj, func(name []byte, dec *jsontext.Decoder, dst []byte) ([]byte, bool, error) {
+			switch {
+			case string(name) == "message" && dec.PeekKind() == '"':
+				v, err := dec.ReadValue()
+				if err != nil {
+					return dst, false, err
+				}
+				text := w.unquote(&w.text, v)
+				if w.s.untrusted {
+					w.changed = true
+					return w.appendPrefixed(dst, text), false, nil
+				}
+				if len(text) <= w.maxText && cleanBytes(text) {
+					return w.appendString(dst, v), false, nil
+				}
+				w.changed = true
+				w.san = appendSanitised(w.san[:0], text, w.maxText)
+				return appendQuoted(dst, w.san), false, nil
+			case string(name) == "data" && w.s.untrusted:
+				return kept(w.prefixed(dec, dst))
+			}
+			return kept(w.value(dec, dst, nil, true, false))
+		})
+		return w.finish(obj, err)
+	})
+}
+
+// ServerRequestParams shapes the params of a request an upstream sends to
+// the client (revisions before 2026-07-28, inside a response stream or on
+// the GET stream), whose text reaches the client's model or the person:
+//   - sampling/createMessage: the text of messages[].content (a block or
+//     an array of blocks, as in PromptResult) and systemPrompt become
+//     TextPrefix plus the sanitised, bounded text;
+//   - elicitation/create: message, and every title and description
+//     string at any depth of requestedSchema, likewise;
+//   - every method (roots/list, ping, others): secret names dropped at any
+//     depth.
+//
+// It returns nil when nothing changes.
+func (s *Shaper) ServerRequestParams(method string, params []byte) ([]byte, error) {
+	if len(bytes.TrimSpace(params)) == 0 {
+		return nil, nil
+	}
+	if s == nil {
+		s = zeroShaper
+	}
+	return run(s, s.maxText, true, func(w *walker) ([]byte, error) {
+		err := w.members(params, func(name []byte, dec *jsontext.Decoder, dst []byte) ([]byte, bool, error) {
+			switch method + " " + string(name) {
+			case "sampling/createMessage messages":
+				if dec.PeekKind() == '[' {
+					return kept(w.items(dec, dst, w.promptMessage))
+				}
+				return kept(w.prefixed(dec, dst))
+			case "sampling/createMessage systemPrompt", "elicitation/create message":
+				return kept(w.prefixed(dec, dst))
+			case "elicitation/create requestedSchema":
+				return kept(w.schemaText(dec, dst))
+			}
+			return kept(w.value(dec, dst, nil, true, false))
+		})
+		return w.finish(params, err)
+	})
+}
+
+// schemaText appends a JSON Schema read from dec with the string value of
+// every title and description member, at any depth, prefixed as
+// third-party text, and secret names dropped.
+func (w *walker) schemaText(dec *jsontext.Decoder, dst []byte) ([]byte, error) {
+	switch dec.PeekKind() {
+	case '{':
+		return w.objectMembers(dec, dst, func(name []byte, dec *jsontext.Decoder, dst []byte) ([]byte, bool, error) {
+			if (string(name) == "title" || string(name) == "description") && dec.PeekKind() == '"' {
+				return kept(w.prefixed(dec, dst))
+			}
+			return kept(w.schemaText(dec, dst))
+		})
+	case '[':
+		return w.items(dec, dst, func(dst, item []byte) ([]byte, error) {
+			d := w.open(item)
+			defer w.close()
+			return w.schemaText(d, dst)
+		})
+	}
+	return w.value(dec, dst, nil, true, false)
 }
 
 // finish returns the result of a members walk: nil when nothing changed.

@@ -70,6 +70,9 @@ type node struct {
 	allow   bool             // an allowlisted path passes through or ends here
 	keep    bool             // an allowlisted path ends here: keep the whole value
 	wrap    bool             // an untrusted-text path ends here
+	// under: an untrusted-text path passes through or ends here;
+	// underMember, underEach: one continues to a member, to the elements.
+	under, underMember, underEach bool
 }
 
 // child returns (creating) the node below n for st.
@@ -103,6 +106,26 @@ func (n *node) fits(k byte) bool {
 		return len(n.members) > 0
 	case '[':
 		return n.each != nil
+	}
+	return false
+}
+
+// mismatch reports whether a value of kind k at n does not have the shape
+// the untrusted-text paths through n describe: a string where a path goes
+// on below, an object where paths expect only an array, an array where
+// they expect only an object. The value's text cannot be told apart from
+// the declared text then, so all of it is wrapped (never passed raw).
+func (n *node) mismatch(k byte) bool {
+	if n == nil || !n.under {
+		return false
+	}
+	switch k {
+	case '"':
+		return n.underMember || n.underEach
+	case '{':
+		return n.underEach && !n.underMember
+	case '[':
+		return n.underMember && !n.underEach
 	}
 	return false
 }

@@ -31,7 +31,12 @@
 // An object or array at a declared path has every string inside it wrapped
 // the same way (member names stay); numbers, booleans and null stay. The
 // text is Sanitise'd with Rules.MaxTextBytes. Empty strings are wrapped
-// too, so a declared field always has the same shape.
+// too, so a declared field always has the same shape. A value on the way
+// to a declared path whose shape differs from the path (a string where an
+// object or array was declared, an object where an array was, an array
+// where an object was; structuredContent a string or an array) has every
+// string inside it wrapped: the declared text is somewhere in it, and it
+// never passes raw.
 //
 // Text content blocks: one rule each, the first that matches wins.
 //
@@ -56,8 +61,18 @@
 //     prose.
 //
 // The text of an embedded resource block (type "resource") gets rule 5
-// when UntrustedText is declared. Image, audio and resource-link blocks
-// only lose secret names.
+// when UntrustedText is declared. Without UntrustedText, every other block
+// only loses secret names. With it, the rest of the result is the tool's
+// text too, and every string a client may show the model is marked (as
+// TextPrefix plus the sanitised, bounded text, so it stays a string):
+// the name, title and description of a resource link, every member of a
+// block of an unknown or odd-case type ("Text", "TEXT") but its type,
+// annotations other than audience, priority and lastModified, unknown
+// block members, a content member that is not an array, a non-object
+// element of content, and every unknown top-level member. Protocol values
+// stay as written: a block's type, mimeType, uri, data, size, id,
+// toolUseId, isError and _meta; the result's isError, _meta, resultType,
+// requestState, inputRequests and task (secret names dropped).
 //
 // structuredContent may be any JSON value (SEP-2106); with an allowlist it
 // must be an object (else ErrNotObject: the upstream no longer returns what
@@ -85,8 +100,11 @@
 //
 // Resources, prompts, completions and notifications carry third-party text
 // too and have no allowlists: ResourceContents, PromptResult,
-// CompletionResult and NotificationParams sanitise, bound and mark all of
-// their text (see each).
+// CompletionResult and NotificationParams (Shaper.Notification, which also
+// drops secret names) sanitise, bound and mark all of their text (see
+// each). ErrorObject shapes the error of a JSON-RPC error answer, and
+// ServerRequestParams the params of a request an upstream sends the client
+// (sampling, elicitation, roots).
 package shape
 
 import (
@@ -208,9 +226,15 @@ func Compile(r Rules) (*Shaper, error) {
 		}
 		n := s.root
 		for _, st := range steps {
+			n.under = true
+			if st.each {
+				n.underEach = true
+			} else {
+				n.underMember = true
+			}
 			n = n.child(st)
 		}
-		n.wrap = true
+		n.under, n.wrap = true, true
 	}
 	for _, name := range r.SecretNames {
 		if err := s.secrets.add(name); err != nil {

@@ -522,7 +522,9 @@ func TestDeepNesting(t *testing.T) {
 		if !bytes.Equal(orig, cp) {
 			t.Fatal("input modified")
 		}
-		if !bytes.Contains(out, []byte("\"\ufffd\"")) {
+		// (annotations that are not an object hold the tool's text:
+		// prefixed, so the replacement ends the string.)
+		if !bytes.Contains(out, []byte("\ufffd\"")) || bytes.Contains(out, []byte("\xff")) {
 			t.Errorf("invalid byte not replaced")
 		}
 	}

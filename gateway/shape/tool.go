@@ -120,6 +120,14 @@ func (w *walker) toolMember(name []byte, dec *jsontext.Decoder, dst []byte) ([]b
 			err := w.collectBlocks(dec)
 			return dst, true, err
 		}
+		if w.s.untrusted {
+			// Not an array of blocks: whatever text it holds is the
+			// tool's, third-party.
+			return kept(w.prefixed(dec, dst))
+		}
+	case "_meta", "resultType", "requestState", "inputRequests", "task":
+		// Protocol members for the client, not text for the model:
+		// secret names dropped, kept otherwise.
 	case "isError":
 		// Copied as it stands (a literal is never rewritten); the copy
 		// tells ToolResultError what the output holds.
@@ -127,9 +135,35 @@ func (w *walker) toolMember(name []byte, dec *jsontext.Decoder, dst []byte) ([]b
 		v, err := w.value(dec, dst, nil, true, false)
 		w.isError = err == nil && string(v[start:]) == "true"
 		return v, false, err
+	default:
+		if w.s.untrusted {
+			// An unknown member of a third-party result: a client that
+			// shows it shows the tool's text.
+			return kept(w.prefixed(dec, dst))
+		}
 	}
 	v, err := w.value(dec, dst, nil, true, false)
 	return v, false, err
+}
+
+// prefixed reads a value from dec and appends it with every string in it
+// (member names excepted) as TextPrefix plus the sanitised, bounded text:
+// third-party text where it must stay a string.
+func (w *walker) prefixed(dec *jsontext.Decoder, dst []byte) ([]byte, error) {
+	saved := w.prefix
+	w.prefix = true
+	dst, err := w.value(dec, dst, nil, true, true)
+	w.prefix = saved
+	return dst, err
+}
+
+// prefixedOf is prefixed for a raw value.
+func (w *walker) prefixedOf(dst, raw []byte) ([]byte, error) {
+	saved := w.prefix
+	w.prefix = true
+	dst, err := w.valueOf(dst, raw, nil, true, true)
+	w.prefix = saved
+	return dst, err
 }
 
 // Block types the shaper looks into.
@@ -137,6 +171,8 @@ const (
 	blockOther = iota
 	blockText
 	blockResource
+	blockToolUse    // sampling message history (schema.ts ToolUseContent)
+	blockToolResult // sampling message history (schema.ts ToolResultContent)
 )
 
 // blockRec is one element of a content array, read but not yet shaped.
@@ -193,6 +229,10 @@ func (w *walker) collectBlock(dec *jsontext.Decoder) error {
 				rec.typ = blockText
 			case "resource":
 				rec.typ = blockResource
+			case "tool_use":
+				rec.typ = blockToolUse
+			case "tool_result":
+				rec.typ = blockToolResult
 			}
 		}
 	}
@@ -216,9 +256,12 @@ func (w *walker) emitBlocks(dst []byte, recs []blockRec, array, plain bool) ([]b
 			dst = append(dst, ',')
 		}
 		var err error
-		if rec.raw != nil {
+		switch {
+		case rec.raw != nil && (plain || w.s.untrusted):
+			dst, err = w.prefixedOf(dst, rec.raw)
+		case rec.raw != nil:
 			dst, err = w.valueOf(dst, rec.raw, nil, true, false)
-		} else {
+		default:
 			dst, err = w.emitBlock(dst, rec, plain)
 		}
 		if err != nil {
@@ -258,6 +301,23 @@ func (w *walker) emitBlock(dst []byte, rec blockRec, plain bool) ([]byte, error)
 			dst = w.textBlock(dst, kv[1], plain)
 		case isResource:
 			dst, err = w.resource(dst, kv[1], plain || w.s.untrusted)
+		case (plain || w.s.untrusted) && !blockValue[string(name)] && !(rec.typ == blockToolUse && string(name) == "name"):
+			switch {
+			case rec.typ == blockToolResult && string(name) == "content" && kv[1][0] == '[':
+				dec := w.open(kv[1])
+				mark := len(w.recs)
+				if err = w.collectBlocks(dec); err == nil {
+					dst, err = w.emitBlocks(dst, w.recs[mark:], true, true)
+				}
+				w.close()
+			case string(name) == "annotations" && kv[1][0] == '{':
+				dst, err = w.annotations(dst, kv[1])
+			default:
+				// name, title, description of a resource link, the
+				// text of a block of an unknown or odd-case type
+				// ("Text"), unknown members: the tool's text.
+				dst, err = w.prefixedOf(dst, kv[1])
+			}
 		default:
 			dst, err = w.valueOf(dst, kv[1], nil, true, false)
 		}
@@ -266,6 +326,29 @@ func (w *walker) emitBlock(dst []byte, rec blockRec, plain bool) ([]byte, error)
 		}
 	}
 	return append(dst, '}'), nil
+}
+
+// blockValue are the members of a content block that hold protocol
+// values, not text (schema.ts ContentBlock): kept as written (secret
+// names dropped) when the block's text is third-party.
+var blockValue = map[string]bool{"type": true, "mimeType": true, "uri": true, "data": true, "size": true, "_meta": true,
+	"id": true, "toolUseId": true, "isError": true}
+
+// annotationValue are the Annotations members that hold protocol values.
+var annotationValue = map[string]bool{"audience": true, "priority": true, "lastModified": true}
+
+// annotations appends a content block's annotations (a raw object) from
+// third-party content: audience, priority and lastModified kept, every
+// string of any other member prefixed as third-party text.
+func (w *walker) annotations(dst, raw []byte) ([]byte, error) {
+	dec := w.open(raw)
+	defer w.close()
+	return w.objectMembers(dec, dst, func(name []byte, dec *jsontext.Decoder, dst []byte) ([]byte, bool, error) {
+		if annotationValue[string(name)] {
+			return kept(w.value(dec, dst, nil, true, false))
+		}
+		return kept(w.prefixed(dec, dst))
+	})
 }
 
 // unquotedEqual reports whether the raw JSON string raw decodes to exactly

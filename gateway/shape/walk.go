@@ -43,6 +43,9 @@ type walker struct {
 	lenient bool // decoders let invalid UTF-8 through; strings are checked
 	changed bool // something in the current part was rewritten
 	isError bool // the tool result's output has "isError": true (ToolResultError)
+	// errorObject: members walks a JSON-RPC error object, whose code and
+	// message are never dropped as secret names.
+	errorObject bool
 
 	decs []*decoder // decoder stack; ndec in use
 	ndec int
@@ -103,7 +106,7 @@ func run(s *Shaper, maxText int, prefix bool, fn func(w *walker) ([]byte, error)
 }
 
 func (w *walker) reset(s *Shaper, maxText int, prefix, lenient bool) {
-	w.s, w.maxText, w.prefix, w.lenient, w.changed, w.isError = s, maxText, prefix, lenient, false, false
+	w.s, w.maxText, w.prefix, w.lenient, w.changed, w.isError, w.errorObject = s, maxText, prefix, lenient, false, false, false
 	w.ndec = 0
 	w.arena, w.mem, w.out = w.arena[:0], w.mem[:0], w.out[:0]
 	w.kvs, w.recs = w.kvs[:0], w.recs[:0]
@@ -175,7 +178,11 @@ func (w *walker) verbatim(n *node, keep, wrap bool) bool {
 }
 
 func (w *walker) shaped(dec *jsontext.Decoder, dst []byte, n *node, keep, wrap bool) ([]byte, error) {
-	switch dec.PeekKind() {
+	k := dec.PeekKind()
+	if !wrap && n.mismatch(byte(k)) {
+		wrap = true
+	}
+	switch k {
 	case '{':
 		return w.object(dec, dst, n, keep, wrap)
 	case '[':
@@ -447,7 +454,7 @@ func (w *walker) members(b []byte, fn memberFunc) error {
 		m := member{name: [2]int{end - len(raw), end}}
 		name := w.unquote(&w.name, raw)
 		var secret bool
-		if secret, w.norm = w.s.secrets.match(name, w.norm); secret {
+		if secret, w.norm = w.s.secrets.match(name, w.norm); secret && !(w.errorObject && (string(name) == "code" || string(name) == "message")) {
 			w.changed = true
 			if err := dec.SkipValue(); err != nil {
 				return err
