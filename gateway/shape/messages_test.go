@@ -146,11 +146,11 @@ func TestUntrustedShapeMismatch(t *testing.T) {
 		paths []string
 		sc    string
 	}{
-		{[]string{"booking.notes"}, `{"booking":"` + canary + `"}`},                      // string where an object was declared
-		{[]string{"items[*].notes"}, `{"items":{"a":{"notes":"` + canary + `"}}}`},       // object where an array was
-		{[]string{"items[*].notes"}, `{"items":"` + canary + `"}`},                        // string where an array was
+		{[]string{"booking.notes"}, `{"booking":"` + canary + `"}`},                        // string where an object was declared
+		{[]string{"items[*].notes"}, `{"items":{"a":{"notes":"` + canary + `"}}}`},         // object where an array was
+		{[]string{"items[*].notes"}, `{"items":"` + canary + `"}`},                         // string where an array was
 		{[]string{"notes.text"}, `{"notes":["` + canary + `",{"text":"` + canary + `"}]}`}, // array where an object was
-		{[]string{"items[*].notes"}, `{"items":[["` + canary + `"]]}`},                    // array where objects were
+		{[]string{"items[*].notes"}, `{"items":[["` + canary + `"]]}`},                     // array where objects were
 		{[]string{"notes"}, `"` + canary + `"`},                                            // structuredContent a string
 		{[]string{"notes"}, `["` + canary + `",{"notes":"` + canary + `"}]`},               // structuredContent an array
 		{[]string{"a[*][*].b"}, `{"a":[{"b":"` + canary + `"}]}`},                          // object where an array was (nested)
