@@ -352,8 +352,8 @@ func TestListChangedOnNotificationStreams(t *testing.T) {
 	}
 }
 
-// TestStreamsRelayWhatNeedsNoShaping: notifications that need no change
-// are relayed as they are in a tool call's stream, and a watched GET stream
+// TestStreamsRelayWhatNeedsNoShaping: results and notifications that need
+// no change are relayed as they are in a tool call's answer, and a GET stream
 // relays even events that are not JSON (nothing there is shaped or
 // withheld).
 func TestStreamsRelayWhatNeedsNoShaping(t *testing.T) {
@@ -374,8 +374,14 @@ func TestStreamsRelayWhatNeedsNoShaping(t *testing.T) {
 	if v.Local != nil {
 		t.Fatalf("refused: %s", v.Local.Body)
 	}
-	if mode, _ := x.ResponseHeaders(200, mcp.Header{"content-type": {"application/json"}}); mode != gateway.PassThrough {
-		t.Errorf("a JSON answer needing no shaping is buffered: mode %v", mode)
+	// A JSON answer is read (it may be a JSON-RPC error to shape) and a
+	// result needing no shaping is relayed byte for byte.
+	if mode, _ := x.ResponseHeaders(200, mcp.Header{"content-type": {"application/json"}}); mode != gateway.BufferJSON {
+		t.Errorf("mode %v", mode)
+	}
+	okBody := []byte(`{"jsonrpc":"2.0","id":9,"result":{"content":[{"type":"text","text":"ok"}]}}`)
+	if out, changed, err := x.ResponseBody(ctx, okBody); err != nil || changed || string(out) != string(okBody) {
+		t.Errorf("a result needing no shaping: %s %v %v", out, changed, err)
 	}
 	x, _ = p.HandleRequest(ctx, authReq("POST", "good-bookings:write", callArgs("create_booking", `{"customer_id":"C-1"}`), callHeaders("create_booking")...))
 	if mode, _ := x.ResponseHeaders(200, mcp.Header{"content-type": {"text/event-stream"}}); mode != gateway.StreamSSE {

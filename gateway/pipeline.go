@@ -358,6 +358,14 @@ type Exchange struct {
 	fromCatalog  bool // tools/list answered from the catalog
 	watchTools   bool // a notification stream read for tools/list_changed
 	shapeNotes   bool // an SSE answer whose progress and log notifications are shaped
+	// shapeMessages: every message of the answer that is not a result —
+	// JSON-RPC errors, notifications, server-to-client requests — is
+	// shaped (Pipeline.shapesMessages).
+	shapeMessages bool
+	// endStream: the event just shaped ends what the client gets of the
+	// stream (a server-to-client request it cannot answer, replaced by an
+	// error for the request).
+	endStream bool
 	shaper       *shape.Shaper
 	coerced      []byte            // the arguments after coercion (nil: unchanged)
 	warnings     []args.Warning    // coercions applied
@@ -525,6 +533,7 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 		x.outcome = OutcomeAllow
 		x.watchTools = r.Method == "GET" && (p.opts.OnToolsChanged != nil || p.pushesListChanged())
 		x.task.watch = r.Method == "GET" && p.opts.Tasks.Enabled
+		x.shapeMessages = r.Method == "GET" && p.shapesMessages()
 		return p.forwardVerdict(x, nil, false)
 	default:
 		x.outcome = OutcomeInvalid
@@ -559,6 +568,7 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 	x.msg = msg
 	x.label = MethodLabel(msg)
 	x.version = mcp.EffectiveVersion(r.Header, msg)
+	x.shapeMessages = msg.Kind == mcp.KindRequest && p.shapesMessages()
 	if msg.Kind != mcp.KindResponse && !mcp.KnownMethodIn(x.version, msg.Method, msg.Kind) {
 		x.outcome = OutcomeInvalid
 		if msg.Kind == mcp.KindNotification {
@@ -734,6 +744,14 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 		x.shapeResult = true // resource links of other tenants are removed
 	}
 	return p.forwardVerdict(x, body, changed)
+}
+
+// shapesMessages reports whether the answers' errors, notifications and
+// server-to-client requests are shaped: with the tool contracts on, or
+// with secret names to drop. (One-line mode without secret names stays a
+// transparent protocol gate for them.)
+func (p *Pipeline) shapesMessages() bool {
+	return p.opts.Catalog != nil || len(p.opts.SecretNames) > 0
 }
 
 // textResults are the methods whose results carry third-party text that

@@ -70,7 +70,7 @@ func (x *Exchange) ResponseHeaders(status int, h mcp.Header) (ResponseMode, erro
 	if err := x.refusedAssertion(status); err != nil {
 		return PassThrough, err
 	}
-	if x.listKind == "" && !x.shapeResult {
+	if x.listKind == "" && !x.shapeResult && !x.shapeMessages {
 		// A notification stream (an older revision's GET stream,
 		// subscriptions/listen) is read, never changed, for the
 		// upstream's notifications/tools/list_changed; a tool call's
@@ -144,7 +144,7 @@ func (x *Exchange) parse(body []byte, pre *parsedBody) (*mcp.Message, *mcp.Error
 // when body is not the JSON-RPC answer to this request. pre, when set, is
 // body already parsed.
 func (x *Exchange) shape(ctx context.Context, body []byte, pre *parsedBody) ([]byte, error) {
-	if x.listKind == "" && !x.shapeResult && !x.shapeNotes {
+	if x.listKind == "" && !x.shapeResult && !x.shapeNotes && !x.shapeMessages {
 		// A watched notification stream: read for tools/list_changed,
 		// relayed as it is, never withheld (nothing in it is shaped but a
 		// task status notification's message).
@@ -159,6 +159,9 @@ func (x *Exchange) shape(ctx context.Context, body []byte, pre *parsedBody) ([]b
 		return nil, nil
 	}
 	msg, perr := x.parse(body, pre)
+	if perr != nil && x.msg == nil {
+		return nil, nil // a GET stream answers no request: never withheld
+	}
 	if perr != nil {
 		return nil, errors.Join(ErrUpstreamResponse, perr)
 	}
@@ -168,16 +171,19 @@ func (x *Exchange) shape(ctx context.Context, body []byte, pre *parsedBody) ([]b
 	if msg.Kind == mcp.KindNotification && msg.Method == mcp.NotificationTasksStatus {
 		return shapeTaskStatus(body, msg)
 	}
-	if msg.Kind == mcp.KindNotification && (x.shapeResult || x.shapeNotes) {
-		return shapeNotification(body, msg)
-	}
-	if msg.Kind == mcp.KindResponse && msg.Result == nil {
-		x.settle(nil) // a JSON-RPC error answers a write: not executed
-	}
-	if msg.Kind != mcp.KindResponse || msg.Result == nil {
-		// A server request or notification inside the stream, or a
-		// JSON-RPC error: nothing to shape; relayed as is.
+	switch {
+	case msg.Kind == mcp.KindNotification && (x.shapeResult || x.shapeNotes || x.shapeMessages):
+		return x.shapeNotification(body, msg)
+	case msg.Kind == mcp.KindNotification:
 		return nil, nil
+	case msg.Kind == mcp.KindRequest:
+		return x.shapeServerRequest(body, msg)
+	case msg.Result == nil:
+		x.settle(nil) // a JSON-RPC error answers a write: not executed
+		return x.shapeError(body, msg)
+	}
+	if !x.shapeResult && x.listKind == "" {
+		return nil, nil // the result itself needs nothing
 	}
 	// Every result in this exchange is treated as the answer to the list
 	// request, whatever its id: upstreams rewrite ids (1.0 → 1, big
@@ -255,13 +261,69 @@ func (x *Exchange) shapeAnswer(result jsontext.Value) ([]byte, error) {
 	return out, nil
 }
 
-// shapeNotification shapes the text of a progress or log notification
-// inside a shaped exchange's stream; nil when nothing changes.
-func shapeNotification(body []byte, msg *mcp.Message) ([]byte, error) {
-	if msg.Method != "notifications/progress" && msg.Method != "notifications/message" {
+// messageShaper is the shaper of the answer's messages other than its
+// result: the tool's (its untrusted text and secret names, plus a
+// decision's drop names) for tools/call, else the gateway-wide one
+// (secret names).
+func (x *Exchange) messageShaper() *shape.Shaper {
+	if x.shaper != nil {
+		return x.shaper
+	}
+	return x.p.textShaper
+}
+
+// shapeNotification shapes a notification inside a shaped exchange's
+// stream: the text of a progress or log notification marked as
+// third-party, secret names dropped at any depth of any params; nil when
+// nothing changes.
+func (x *Exchange) shapeNotification(body []byte, msg *mcp.Message) ([]byte, error) {
+	params, err := x.messageShaper().Notification(msg.Method, msg.Params)
+	if err != nil {
+		return nil, errors.Join(ErrUpstreamResponse, err)
+	}
+	if params == nil {
 		return nil, nil
 	}
-	params, err := shape.NotificationParams(msg.Method, msg.Params, 0)
+	return withMember(body, "params", params)
+}
+
+// shapeError shapes the error object of a JSON-RPC error answer
+// (shape.ErrorObject): its message sanitised and bounded, secret names
+// dropped from data, the text marked when the tool declares untrusted
+// text. The id and code are relayed as the upstream wrote them.
+func (x *Exchange) shapeError(body []byte, msg *mcp.Message) ([]byte, error) {
+	if msg.Error == nil {
+		return nil, nil
+	}
+	e, err := x.messageShaper().ErrorObject(msg.Error)
+	if err != nil {
+		return nil, errors.Join(ErrUpstreamResponse, err)
+	}
+	if e == nil {
+		return nil, nil
+	}
+	return withMember(body, "error", e)
+}
+
+// shapeServerRequest handles a request the upstream sends the client in
+// its answer (sampling/createMessage, elicitation/create, roots/list,
+// ping). Revision 2026-07-28 has no way for the client to answer it there
+// (a client never sends a JSON-RPC response; a server asks for input with
+// an input_required result): it is replaced by a JSON-RPC error for the
+// client's request, and nothing more of the stream is relayed. Under older
+// revisions it reaches the client (and its model or its person): its
+// third-party text is marked and secret names dropped
+// (shape.ServerRequestParams).
+func (x *Exchange) shapeServerRequest(body []byte, msg *mcp.Message) ([]byte, error) {
+	if x.version >= mcp.Version20260728 {
+		x.endStream = true
+		x.p.log.LogAttrs(x.ctx, slog.LevelWarn, "upstream sent a server-to-client request the client cannot answer; answer withheld",
+			slog.String("mcp_method", x.label), slog.String("request_method", msg.Method))
+		return mcp.ErrorResponse(x.requestID(), &mcp.Error{Code: mcp.CodeInternalError,
+			Message: "The upstream MCP server sent a " + quote(msg.Method) + " request inside its answer; under protocol revision " + x.version +
+				" a client cannot answer it there (a server asks for input with an input_required result), so mcpgate withheld it and the rest of the answer. The call may or may not have taken effect."}), nil
+	}
+	params, err := x.messageShaper().ServerRequestParams(msg.Method, msg.Params)
 	if err != nil {
 		return nil, errors.Join(ErrUpstreamResponse, err)
 	}
@@ -521,6 +583,9 @@ func (w *EventRewriter) Flush(emit func([]byte) error) error {
 // so leading whitespace or an empty first data line cannot slip an answer
 // past the shaping.
 func (w *EventRewriter) event(raw []byte, emit func([]byte) error) error {
+	if w.failed {
+		return nil // the rest of the stream is withheld
+	}
 	ev := sse.Parse(raw)
 	data := bytes.TrimLeft(ev.Data, " \t\r\n")
 	if !ev.HasData || len(data) == 0 {
@@ -556,6 +621,10 @@ func (w *EventRewriter) event(raw []byte, emit func([]byte) error) error {
 	}
 	if out == nil {
 		return emit(raw)
+	}
+	if w.x.endStream {
+		// The error for the request replaces the rest of the stream.
+		w.failed, w.answered = true, true
 	}
 	ev.Data = out
 	w.buf = sse.AppendEvent(w.buf[:0], ev)
