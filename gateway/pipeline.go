@@ -358,14 +358,6 @@ type Exchange struct {
 	fromCatalog  bool // tools/list answered from the catalog
 	watchTools   bool // a notification stream read for tools/list_changed
 	shapeNotes   bool // an SSE answer whose progress and log notifications are shaped
-	// shapeMessages: every message of the answer that is not a result —
-	// JSON-RPC errors, notifications, server-to-client requests — is
-	// shaped (Pipeline.shapesMessages).
-	shapeMessages bool
-	// endStream: the event just shaped ends what the client gets of the
-	// stream (a server-to-client request it cannot answer, replaced by an
-	// error for the request).
-	endStream bool
 	shaper       *shape.Shaper
 	coerced      []byte            // the arguments after coercion (nil: unchanged)
 	warnings     []args.Warning    // coercions applied
@@ -393,6 +385,15 @@ type Exchange struct {
 	toolView policy.Tool
 	catEntry policy.ToolCatalog
 	ls       *listStream // the notification stream watched for tool list changes (listchanged.go)
+
+	// shapeMessages: every message of the answer that is not a result —
+	// JSON-RPC errors, notifications, server-to-client requests — is
+	// shaped (Pipeline.shapesMessages).
+	shapeMessages bool
+	// endStream: the event just shaped ends what the client gets of the
+	// stream (a server-to-client request it cannot answer, replaced by an
+	// error for the request).
+	endStream bool
 }
 
 // Message returns the parsed message, nil if the request carried none.
