@@ -113,3 +113,91 @@ func FuzzSanitise(f *testing.F) {
 		}
 	})
 }
+
+// FuzzUntrustedPaths: whatever shape structuredContent has, every string
+// at a declared untrusted_text path, inside a value there, or inside a
+// value on the way whose shape differs from the path, comes out as a
+// wrapper object; the output is strict JSON.
+func FuzzUntrustedPaths(f *testing.F) {
+	for _, seed := range []string{
+		`{"notes":"n","items":[{"notes":"x","id":"i"}],"a":{"b":"c"},"m":[["t"],[{"t":"u"}]]}`,
+		`{"notes":{"x":["y"]},"items":{"k":{"notes":"x"}},"a":"b","m":{"t":"v"}}`,
+		`{"items":[["x"],"y",{"notes":{"z":"w"}}],"a":[{"b":"c"}],"m":"s"}`,
+		`"just a string"`, `["a",{"notes":"b"}]`, `{"a":{"b":{"c":"d"}},"items":[null,1,true]}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	paths := []string{"notes", "items[*].notes", "a.b", "m[*][*].t"}
+	s := mustCompile(f, Rules{UntrustedText: paths})
+	// The declared tree, built independently of the Shaper's.
+	type ref struct {
+		members map[string]*ref
+		each    *ref
+		end     bool
+	}
+	leaf := func() *ref { return &ref{end: true} }
+	root := &ref{members: map[string]*ref{
+		"notes": leaf(),
+		"items": {each: &ref{members: map[string]*ref{"notes": leaf()}}},
+		"a":     {members: map[string]*ref{"b": leaf()}},
+		"m":     {each: &ref{each: &ref{members: map[string]*ref{"t": leaf()}}}},
+	}}
+	f.Fuzz(func(t *testing.T, sc []byte) {
+		var in any
+		if json.Unmarshal(sc, &in) != nil {
+			return
+		}
+		out, err := s.ToolResult(append(append([]byte(`{"structuredContent":`), sc...), '}'))
+		if err != nil {
+			return // not one strict JSON value (duplicate names, ...)
+		}
+		if out == nil {
+			out = append(append([]byte(`{"structuredContent":`), sc...), '}')
+		}
+		if !jsontext.Value(out).IsValid() {
+			t.Fatalf("output not strict JSON: %q", out)
+		}
+		var got any
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatal(err)
+		}
+		got = get(got, "structuredContent")
+		var check func(in, out any, n *ref, wrap bool, path string)
+		check = func(in, out any, n *ref, wrap bool, path string) {
+			if n == nil && !wrap {
+				return
+			}
+			switch v := in.(type) {
+			case string:
+				m, _ := out.(map[string]any)
+				if (wrap || n.end || n.members != nil || n.each != nil) && !isWrapper(m) {
+					t.Fatalf("string at %s not wrapped: %q\ninput %s", path, out, sc)
+				}
+			case map[string]any:
+				m, _ := out.(map[string]any)
+				all := wrap || n.end || n.members == nil && n.each != nil
+				for k, e := range v {
+					var c *ref
+					if !all {
+						c = n.members[k]
+					}
+					check(e, m[k], c, all, path+"."+k)
+				}
+			case []any:
+				a, _ := out.([]any)
+				if len(a) != len(v) {
+					t.Fatalf("array at %s: %d elements, want %d", path, len(a), len(v))
+				}
+				all := wrap || n.end || n.each == nil && n.members != nil
+				for i, e := range v {
+					var c *ref
+					if !all {
+						c = n.each
+					}
+					check(e, a[i], c, all, path+"["+itoa(i)+"]")
+				}
+			}
+		}
+		check(in, got, root, false, "")
+	})
+}
