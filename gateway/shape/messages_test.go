@@ -218,3 +218,23 @@ func TestThirdPartyBlocks(t *testing.T) {
 func quoteJSON(s string) string {
 	return string(appendQuoted(nil, s))
 }
+
+// TestInputRequests: the server-to-client requests of an input_required
+// result are shaped like ServerRequestParams; requestState stays exact.
+func TestInputRequests(t *testing.T) {
+	in := []byte(`{"resultType":"input_required","requestState":"st-\u00e9-1","inputRequests":{` +
+		`"ask":{"params":{"message":"` + canary + `","requestedSchema":{"type":"object","properties":{"ok":{"type":"boolean","description":"` + canary + `"}}}},"method":"elicitation/create"},` +
+		`"llm":{"method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":"` + canary + `"}}],"maxTokens":5,"portal_password":"pw"}}}}`)
+	for _, r := range []Rules{{SecretNames: []string{"portal_password"}}, {UntrustedText: []string{"notes"}, SecretNames: []string{"portal_password"}}} {
+		out := shapeTool(t, mustCompile(t, r), in)
+		strictValid(t, out)
+		v := decode(t, out)
+		if bad := violations(v, canary, ""); len(bad) > 0 {
+			t.Errorf("%+v: canary outside a wrapper at %v: %s", r, bad, out)
+		}
+		if get(v, "requestState") != "st-é-1" || get(v, "resultType") != "input_required" || get(v, "inputRequests", "ask", "method") != "elicitation/create" ||
+			bytes.Contains(out, []byte(`"pw"`)) {
+			t.Errorf("%+v: %s", r, out)
+		}
+	}
+}

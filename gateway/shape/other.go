@@ -251,22 +251,82 @@ func (s *Shaper) ServerRequestParams(method string, params []byte) ([]byte, erro
 		s = zeroShaper
 	}
 	return run(s, s.maxText, true, func(w *walker) ([]byte, error) {
-		err := w.members(params, func(name []byte, dec *jsontext.Decoder, dst []byte) ([]byte, bool, error) {
-			switch method + " " + string(name) {
-			case "sampling/createMessage messages":
-				if dec.PeekKind() == '[' {
-					return kept(w.items(dec, dst, w.promptMessage))
-				}
-				return kept(w.prefixed(dec, dst))
-			case "sampling/createMessage systemPrompt", "elicitation/create message":
-				return kept(w.prefixed(dec, dst))
-			case "elicitation/create requestedSchema":
-				return kept(w.schemaText(dec, dst))
+		return w.finish(params, w.members(params, memberFunc(w.requestParam(method))))
+	})
+}
+
+// requestParam returns the function that shapes one member of the params
+// of a server-to-client request (ServerRequestParams); w.prefix must be
+// set.
+func (w *walker) requestParam(method string) valueFunc {
+	return func(name []byte, dec *jsontext.Decoder, dst []byte) ([]byte, bool, error) {
+		switch method + " " + string(name) {
+		case "sampling/createMessage messages":
+			if dec.PeekKind() == '[' {
+				return kept(w.items(dec, dst, w.promptMessage))
+			}
+			return kept(w.prefixed(dec, dst))
+		case "sampling/createMessage systemPrompt", "elicitation/create message":
+			return kept(w.prefixed(dec, dst))
+		case "elicitation/create requestedSchema":
+			return kept(w.schemaText(dec, dst))
+		}
+		return kept(w.value(dec, dst, nil, true, false))
+	}
+}
+
+// inputRequests appends the inputRequests of an input_required result
+// (revision 2026-07-28: a map of server-to-client requests the client
+// answers in its retry) with the params of each shaped like
+// ServerRequestParams.
+func (w *walker) inputRequests(dec *jsontext.Decoder, dst []byte) ([]byte, error) {
+	saved := w.prefix
+	w.prefix = true
+	defer func() { w.prefix = saved }()
+	return w.objectMembers(dec, dst, func(_ []byte, dec *jsontext.Decoder, dst []byte) ([]byte, bool, error) {
+		if dec.PeekKind() != '{' {
+			return kept(w.value(dec, dst, nil, true, false))
+		}
+		raw, err := dec.ReadValue()
+		if err != nil {
+			return dst, false, err
+		}
+		method := ""
+		if m, ok := topString(raw, "method"); ok {
+			method = string(w.unquote(&w.text, m))
+		}
+		d := w.open(raw)
+		defer w.close()
+		return kept(w.objectMembers(d, dst, func(name []byte, dec *jsontext.Decoder, dst []byte) ([]byte, bool, error) {
+			if string(name) == "params" {
+				return kept(w.objectMembers(dec, dst, w.requestParam(method)))
 			}
 			return kept(w.value(dec, dst, nil, true, false))
-		})
-		return w.finish(params, err)
+		}))
 	})
+}
+
+// topString returns the raw string value of the top-level member name of
+// the object raw, if it is a string.
+func topString(raw []byte, name string) ([]byte, bool) {
+	dec := jsontext.NewDecoder(bytes.NewReader(raw), lenientOpts)
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, false
+	}
+	for dec.PeekKind() != '}' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return nil, false
+		}
+		if tok.String() == name && dec.PeekKind() == '"' {
+			v, err := dec.ReadValue()
+			return v, err == nil
+		}
+		if err := dec.SkipValue(); err != nil {
+			return nil, false
+		}
+	}
+	return nil, false
 }
 
 // schemaText appends a JSON Schema read from dec with the string value of

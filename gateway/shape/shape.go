@@ -72,7 +72,9 @@
 // element of content, and every unknown top-level member. Protocol values
 // stay as written: a block's type, mimeType, uri, data, size, id,
 // toolUseId, isError and _meta; the result's isError, _meta, resultType,
-// requestState, inputRequests and task (secret names dropped).
+// requestState and task (secret names dropped). The inputRequests of an
+// input_required result (2026-07-28) are server-to-client requests: the
+// params of each are shaped like ServerRequestParams, declared or not.
 //
 // structuredContent may be any JSON value (SEP-2106); with an allowlist it
 // must be an object (else ErrNotObject: the upstream no longer returns what

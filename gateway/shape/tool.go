@@ -125,7 +125,13 @@ func (w *walker) toolMember(name []byte, dec *jsontext.Decoder, dst []byte) ([]b
 			// tool's, third-party.
 			return kept(w.prefixed(dec, dst))
 		}
-	case "_meta", "resultType", "requestState", "inputRequests", "task":
+	case "inputRequests":
+		// Server-to-client requests of an input_required result: their
+		// text reaches the client's model or person.
+		if dec.PeekKind() == '{' {
+			return kept(w.inputRequests(dec, dst))
+		}
+	case "_meta", "resultType", "requestState", "task":
 		// Protocol members for the client, not text for the model:
 		// secret names dropped, kept otherwise.
 	case "isError":
