@@ -84,7 +84,7 @@ func startArgsEnv(t *testing.T) *argsEnv {
 	cfg.Listeners.Admin.Disabled = true
 	cfg.Listeners.ExtProc.Address = "127.0.0.1:0"
 	cfg.Store = &config.Store{Bolt: &config.BoltStore{Path: filepath.Join(t.TempDir(), "state.db")}}
-	cfg.Catalog.Disabled = true // a hand-written upstream: no tools/list
+	cfg.Catalog.Disabled = true    // a hand-written upstream: no tools/list
 	cfg.RateLimits.Disabled = true // many writes in a row, on purpose
 	cfg.Audit.Log = config.AuditLogOff
 	tools := map[string]policy.ToolDeclaration{
