@@ -178,8 +178,8 @@ func writeDigest(arguments []byte) (digest, idemKey string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	c, err := canonical(doc)
-	if err != nil {
+	c := jsontext.Value(doc) // built here: formatted in place
+	if err := c.Format(canonicalOptions...); err != nil {
 		return "", "", err
 	}
 	sum := sha256.Sum256(c)
