@@ -39,23 +39,15 @@ var effectPhrases = map[string]string{
 }
 
 // confirmSummary is the server-written summary of a pending action: what
-// the tool does and exactly the arguments that go out (RFC 8785 canonical
-// JSON, so the same call always reads the same).
+// the tool does and exactly the arguments that go out, in their exact
+// canonical form (canonical: members sorted, numbers as written), so the
+// same call always reads the same.
 func confirmSummary(title, tool, effect string, canonicalArgs []byte) string {
 	phrase := effectPhrases[effect]
 	if phrase == "" {
 		phrase = "acts outside the conversation"
 	}
 	return title + " (" + tool + ", " + phrase + ") with " + string(canonicalArgs)
-}
-
-// canonical returns the RFC 8785 form of a JSON value.
-func canonical(v []byte) ([]byte, error) {
-	c := jsontext.Value(bytes.Clone(v))
-	if err := c.Canonicalize(); err != nil {
-		return nil, err
-	}
-	return c, nil
 }
 
 // preview stores the call as a pending action and answers with a preview:
@@ -67,7 +59,7 @@ func (p *Pipeline) preview(ctx context.Context, x *Exchange, d *policy.Decision)
 	if err != nil {
 		return p.writeFailure(ctx, x, d, "the arguments cannot be put in canonical form", err)
 	}
-	digest, _, err := writeDigest(nil, arguments)
+	digest, _, err := writeDigest(arguments)
 	if err != nil {
 		return p.writeFailure(ctx, x, d, "the arguments cannot be fingerprinted", err)
 	}
@@ -487,8 +479,17 @@ func originalCall(confirm *mcp.Message, a store.Action) ([]byte, error) {
 
 // startConfirmed takes the confirmed action's lock (pending or approved →
 // executing, exactly once) before the original call is forwarded.
+//
+// The arguments about to go out must be those the person approved (the
+// same exact canonical digest): a stored call the argument check would
+// rewrite now is refused, never sent with other values than its summary's.
 func (p *Pipeline) startConfirmed(ctx context.Context, x *Exchange, d *policy.Decision) *Local {
 	a := x.confirming
+	if digest, _, err := writeDigest(x.normalisedArguments()); err != nil || digest != a.ArgsDigest {
+		x.outcome = OutcomeDeny
+		return toolRefusal(x, "arguments_changed", "The arguments that would go out differ from those the user approved; nothing was sent.",
+			"Call "+a.Tool+" again for a fresh preview, and show its summary to the user.", a.Tool)
+	}
 	if _, err := p.opts.Writes.Actions.TransitionAction(ctx, a.ID, a.State, store.ActionUpdate{State: store.ActionExecuting, DecidedAt: time.Now()}); err != nil {
 		x.outcome = OutcomeDeny
 		if errors.Is(err, store.ErrConflict) {

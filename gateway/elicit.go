@@ -402,7 +402,7 @@ func restoreUpstreamState(body []byte, st sealedState) ([]byte, error) {
 func (p *Pipeline) startElicited(ctx context.Context, x *Exchange, d *policy.Decision) *Local {
 	e := x.elicit
 	a := e.action
-	digest, _, err := writeDigest(nil, x.normalisedArguments())
+	digest, _, err := writeDigest(x.normalisedArguments())
 	if err != nil {
 		return p.writeFailure(ctx, x, d, "the arguments cannot be fingerprinted", err)
 	}

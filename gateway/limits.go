@@ -171,7 +171,7 @@ func (p *Pipeline) deadline(x *Exchange, d *policy.Decision) time.Duration {
 // makeLoopKey is the loop brake's key of the call: connection, upstream,
 // tool and the digest of the canonical arguments.
 func (x *Exchange) makeLoopKey() (string, bool) {
-	digest, _, err := writeDigest(x.msg.Params, x.normalisedArguments())
+	digest, _, err := writeDigest(x.normalisedArguments())
 	if err != nil {
 		return "", false
 	}
@@ -275,7 +275,7 @@ func (p *Pipeline) loopRefused(x *Exchange, reasons []policy.Reason) []policy.Re
 	if l == nil || l.LoopBrake == 0 || x.msg == nil {
 		return reasons
 	}
-	digest, _, err := writeDigest(x.msg.Params, x.normalisedArguments())
+	digest, _, err := writeDigest(x.normalisedArguments())
 	if err != nil {
 		return reasons
 	}

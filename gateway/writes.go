@@ -148,12 +148,17 @@ func connectionOf(pr *policy.Principal) string {
 	return "anonymous"
 }
 
-// writeDigest is the hex SHA-256 of the RFC 8785 canonical form of what
-// makes two calls the same write: the normalised arguments (without an
-// idempotency_key, returned separately) and, for a multi-round retry, its
-// inputResponses and requestState.
-func writeDigest(params, arguments []byte) (digest, idemKey string, err error) {
-	doc := []byte("{}")
+// writeDigest is the hex SHA-256 of the exact canonical form (canonical)
+// of {"arguments": A}, where A are the normalised arguments without an
+// idempotency_key (returned separately). It covers exactly what the
+// upstream acts on: numbers as written, member order and whitespace not.
+// Members a client can set to anything without the upstream having asked
+// for them — requestState, inputResponses, _meta, progressToken, task — are
+// not part of it: a repeat that carries a made-up requestState is the same
+// write. A multi-round call still continues: an input_required answer
+// never stays in the replay window (settle), so the retry with the
+// upstream's requestState and the client's inputResponses runs.
+func writeDigest(arguments []byte) (digest, idemKey string, err error) {
 	if len(arguments) == 0 {
 		arguments = []byte("{}")
 	}
@@ -169,21 +174,15 @@ func writeDigest(params, arguments []byte) (digest, idemKey string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	if doc, err = withMember(doc, "arguments", args); err != nil {
+	doc, err := withMember([]byte("{}"), "arguments", args)
+	if err != nil {
 		return "", "", err
 	}
-	for _, k := range []string{"inputResponses", "requestState"} {
-		if v, ok, _ := member(params, k); ok {
-			if doc, err = withMember(doc, k, v); err != nil {
-				return "", "", err
-			}
-		}
-	}
-	v := jsontext.Value(doc)
-	if err := v.Canonicalize(); err != nil {
+	c := jsontext.Value(doc) // built here: formatted in place
+	if err := c.Format(canonicalOptions...); err != nil {
 		return "", "", err
 	}
-	sum := sha256.Sum256(v)
+	sum := sha256.Sum256(c)
 	return hex.EncodeToString(sum[:]), idemKey, nil
 }
 
@@ -236,7 +235,7 @@ func (p *Pipeline) writeGate(ctx context.Context, x *Exchange, d *policy.Decisio
 // call whose outcome is unknown is told so — never a second execution.
 func (p *Pipeline) claimReplay(ctx context.Context, x *Exchange, d *policy.Decision) *Local {
 	w := p.opts.Writes
-	digest, idem, err := writeDigest(x.msg.Params, x.normalisedArguments())
+	digest, idem, err := writeDigest(x.normalisedArguments())
 	if err != nil {
 		return p.writeFailure(ctx, x, d, "the arguments cannot be fingerprinted", err)
 	}

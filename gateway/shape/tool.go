@@ -522,6 +522,9 @@ func (w *walker) jsonText(t []byte, n *node, keep bool) (ok, changed bool) {
 
 // equalSC reports whether t is JSON equal to the upstream's
 // structuredContent: byte-equal, or equal in RFC 8785 canonical form.
+// Numbers compare as float64 here, which is enough: both values are the
+// upstream's, and a text equal to structuredContent is only replaced by
+// the shaped structuredContent.
 func (w *walker) equalSC(t []byte) bool {
 	if bytes.Equal(t, w.sc.orig) {
 		return true

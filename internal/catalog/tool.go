@@ -202,7 +202,11 @@ func ParseTool(raw jsontext.Value) (Tool, error) {
 	return t, nil
 }
 
-// definitionHash is Tool.Hash of the hashed members.
+// definitionHash is Tool.Hash of the hashed members: SHA-256 of their
+// RFC 8785 form. RFC 8785 reads numbers as float64, so two definitions
+// that differ only in a number beyond float64 precision share a hash (at
+// most a schema bound at the edge of float64 precision); it stays RFC 8785
+// because pinned manifests hold these hashes.
 func definitionHash(members map[string]jsontext.Value) (string, error) {
 	var b bytes.Buffer
 	enc := jsontext.NewEncoder(&b)
