@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpgate/mcpgate/gateway/args"
+	"github.com/mcpgate/mcpgate/gateway/clip"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/gateway/refusal"
 	"github.com/mcpgate/mcpgate/gateway/shape"
@@ -956,12 +957,9 @@ func (p *Pipeline) originAllowed(origin string) bool {
 	return isLoopbackOrigin(o)
 }
 
+// quote repeats a client-supplied value in a message, cut by clip.Value.
 func quote(s string) string {
-	const max = 80
-	if len(s) > max {
-		s = s[:max] + "…"
-	}
-	return `"` + s + `"`
+	return `"` + clip.Value(s) + `"`
 }
 
 // Finish records the request's metrics once; adapters call it when the

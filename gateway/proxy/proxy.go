@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/clip"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/gateway/routes"
 )
@@ -209,7 +210,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// The body is never read: close the connection rather than wait
 		// for it.
 		w.Header().Set("Connection", "close")
-		writeLocal(w, gateway.Refused(403, "Host "+strconv.Quote(r.Host)+" is not allowed"), nil)
+		writeLocal(w, gateway.Refused(403, "Host "+strconv.Quote(clip.Value(r.Host))+" is not allowed"), nil)
 		p.o.Metrics.ObserveRefused(gateway.TransportProxy, time.Since(start))
 		return
 	}
