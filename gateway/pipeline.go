@@ -126,6 +126,10 @@ type Options struct {
 	// StripHeaders are further request header fields (lower case) removed
 	// before forwarding, e.g. the tenant header the authenticator read.
 	StripHeaders []string
+	// TenantHeader is the request header field (lower case) a client may
+	// name its tenant in (auth.tenant_header); "" for none. The transport
+	// gate refuses it repeated or holding a comma.
+	TenantHeader string
 	// Audit, when set, receives one record per tools/call that reached a
 	// decision (allowed, refused); it must not block (see store.Auditor).
 	Audit func(ctx context.Context, r store.AuditRecord)
