@@ -219,3 +219,56 @@ func gzipBytes(t *testing.T, b []byte) []byte {
 	}
 	return buf.Bytes()
 }
+
+// FuzzHeaderGate: whatever two header fields a request adds, the gate
+// never lets through a request whose bound fields (those the gateway binds
+// or compares on, the tenant header, Mcp-Param-*) hold more than one
+// field, a comma where one value never holds one, or an underscore
+// spelling; and its refusals are JSON-RPC errors for the body's id.
+func FuzzHeaderGate(f *testing.F) {
+	for _, s := range [][4]string{
+		{"mcp-session-id", "a", "mcp-session-id", "b"},
+		{"mcp-session-id", "a,b", "x", "y"},
+		{"Mcp_Session_Id", "a", "x", "y"},
+		{"authorization", "Bearer a,Bearer b", "x", "y"},
+		{"authorization", `Digest a="1", b="2"`, "x", "y"},
+		{"x-tenant", "acme", "X-Tenant", "globex"},
+		{"mcp-param-q", "a,b", "mcp-param-Q", "c"},
+		{"mcp-name", "get_booking", "origin", "http://localhost"},
+		{"origin", "http://localhost, http://x", "connection", "close"},
+	} {
+		f.Add(s[0], s[1], s[2], s[3])
+	}
+	eng := gateway.New(&recordingDecider{}, gateway.Options{MaxBodyBytes: 1 << 16, MaxJSONDepth: 16, TenantHeader: "x-tenant"})
+	bound := []string{"origin", "authorization", "mcp-session-id", "mcp-protocol-version", "mcp-method", "mcp-name", "x-tenant"}
+	f.Fuzz(func(t *testing.T, k1, v1, k2, v2 string) {
+		r := gateReq(strings.ToLower(k1), v1, strings.ToLower(k2), v2)
+		_, v := eng.HandleRequest(context.Background(), r)
+		if v.Local != nil {
+			if v.Local.Status == 400 {
+				var e struct {
+					ID json.RawMessage `json:"id"`
+				}
+				// null only when the body cannot be read (a repeated or
+				// unknown Content-Encoding).
+				if err := json.Unmarshal(v.Local.Body, &e); err != nil || string(e.ID) != "7" && (string(e.ID) != "null" || !r.Header.Has("content-encoding")) {
+					t.Fatalf("refusal %s", v.Local.Body)
+				}
+			}
+			return
+		}
+		for k, vs := range r.Header {
+			if slices.Contains(bound, k) || strings.HasPrefix(k, "mcp-param-") {
+				if len(vs) > 1 {
+					t.Fatalf("%s forwarded with %d fields", k, len(vs))
+				}
+				if k != "mcp-name" && k != "authorization" && !strings.HasPrefix(k, "mcp-param-") && strings.Contains(vs[0], ",") {
+					t.Fatalf("%s forwarded with the value %q", k, vs[0])
+				}
+			}
+			if a := strings.ReplaceAll(k, "_", "-"); a != k && (slices.Contains(bound, a) || strings.HasPrefix(a, "mcp-param-")) {
+				t.Fatalf("%s forwarded (read as %s)", k, a)
+			}
+		}
+	})
+}
