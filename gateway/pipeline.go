@@ -498,8 +498,8 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 	}
 	if name := tenantQueryName(r.RawQuery, p.tenantArgs); name != "" {
 		x.outcome = OutcomeInvalid
-		return Verdict{Local: local(400, mcp.ErrorResponse(jsonNull, &mcp.Error{Code: mcp.CodeInvalidRequest,
-			Message: "The query parameter " + quote(name) + " would choose a tenant; the tenant comes from your credential. Remove it from the URL."}))}
+		return Verdict{Local: p.gateRefusal(r, &mcp.Error{Code: mcp.CodeInvalidRequest,
+			Message: "The query parameter " + quote(name) + " would choose a tenant; the tenant comes from your credential. Remove it from the URL."})}
 	}
 	switch r.Method {
 	case "POST":
