@@ -285,7 +285,7 @@ func TestAuthDifferential(t *testing.T) {
 		{name: "garbled token", hdr: bearer("not-a-jwt", "tools/list", ""), body: listBody, status: 401, www: invalid("token is malformed"), contains: []string{`"invalid_token"`}},
 		{name: "garbled JWT", hdr: bearer("abc.def.ghi", "tools/list", ""), body: listBody, status: 401, www: invalid("token is malformed")},
 		{name: "JWT without an issuer", hdr: bearer("eyJhbGciOiJSUzI1NiIsInR5cCI6ImF0K2p3dCJ9.e30.c2ln", "tools/list", ""), body: listBody, status: 401, www: invalid("token issuer is not trusted")},
-		{name: "two Authorization headers", hdr: twoTokens, body: listBody, status: 401, www: invalid("token is malformed")},
+		{name: "two Authorization headers: the transport gate refuses them", hdr: twoTokens, body: listBody, status: 400, www: "-", contains: []string{`"id":1`, `-32600`, `Authorization header may appear only once`}},
 		{name: "expired token", hdr: bearer(expired, "tools/list", ""), body: listBody, status: 401, www: invalid("token expired")},
 		{name: "not yet valid token", hdr: bearer(future, "tools/list", ""), body: listBody, status: 401, www: invalid("token is not yet valid")},
 		{name: "plain JWT typ (an ID token shape)", hdr: bearer(plainJWT, "tools/list", ""), body: listBody, status: 401, www: invalid("token type is not an access token")},

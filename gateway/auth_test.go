@@ -38,7 +38,8 @@ func (f *fakeAuth) Authenticate(_ context.Context, r *gateway.Request) (*policy.
 	case strings.HasPrefix(h, "Bearer good-"):
 		var scopes []string
 		if s := strings.TrimPrefix(h, "Bearer good-"); s != "" {
-			scopes = strings.Split(s, ",")
+			// Scopes joined with "+": a Bearer token holds no comma.
+			scopes = strings.Split(s, "+")
 		}
 		return &policy.Principal{Authenticated: true, Subject: "svc", Tenant: "acme", Rights: scopes, CredentialKind: policy.CredentialOAuth,
 			Issuer: "https://idp", ClientID: "c", Connection: "oauth_x"}, nil

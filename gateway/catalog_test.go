@@ -78,7 +78,7 @@ func listReq(token, version string, params string) *gateway.Request {
 func TestToolsListFromCatalog(t *testing.T) {
 	ctx := context.Background()
 	p := newCatalogPipeline(t, newCatalog())
-	_, v := p.HandleRequest(ctx, listReq("good-bookings:read,bookings:write,bookings:delete", "2026-07-28", ""))
+	_, v := p.HandleRequest(ctx, listReq("good-bookings:read+bookings:write+bookings:delete", "2026-07-28", ""))
 	if v.Local == nil || v.Local.Status != 200 {
 		t.Fatalf("tools/list not answered locally: %+v", v)
 	}
@@ -165,7 +165,7 @@ func TestToolCallArgumentsAgainstTheCatalog(t *testing.T) {
 	ctx := context.Background()
 	p := newCatalogPipeline(t, newCatalog())
 	call := func(tool, arguments string, kv ...string) (*gateway.Exchange, gateway.Verdict) {
-		return p.HandleRequest(ctx, authReq("POST", "good-bookings:read,bookings:write,bookings:delete", callArgs(tool, arguments), append(callHeaders(tool), kv...)...))
+		return p.HandleRequest(ctx, authReq("POST", "good-bookings:read+bookings:write+bookings:delete", callArgs(tool, arguments), append(callHeaders(tool), kv...)...))
 	}
 	t.Run("valid arguments go on unchanged", func(t *testing.T) {
 		_, v := call("get_booking", `{"booking_id":"B-1"}`, "mcp-param-booking", "B-1")

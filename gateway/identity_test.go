@@ -317,6 +317,22 @@ func TestTenantInQueryRefused(t *testing.T) {
 		"ACCOUNT=1":                  true,
 		"api-version=2&tenantish=no": false,
 		"":                           false,
+		// Spellings server frameworks read as the same parameter.
+		"tenant[]=globex":        true,
+		"tenant[x]=globex":       true,
+		"tenant%5B%5D=globex":    true,
+		"tenant.id=globex":       true, // qs: tenant.id; PHP: tenant_id
+		"org.id=1":               true, // PHP: org_id
+		"org+id=1":               true, // PHP: org_id
+		"%74enant=globex":        true,
+		"%2574enant=globex":      true, // encoded twice
+		"tenant%00=globex":       true,
+		"tenant%00x=globex":      true,
+		"TENANT=globex":          true,
+		"%20tenant%09=globex":    true,
+		"ten%zzant=1":            false, // a malformed escape stays as it is
+		"tenants=1&tenantx[]=1":  false,
+		"pretenant=1&x.tenant=1": false,
 	} {
 		r := authReq("POST", "good-bookings:read", callBody("1", "get_booking"), callHeaders("get_booking")...)
 		r.RawQuery = q

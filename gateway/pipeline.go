@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpgate/mcpgate/gateway/args"
+	"github.com/mcpgate/mcpgate/gateway/clip"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/gateway/refusal"
 	"github.com/mcpgate/mcpgate/gateway/shape"
@@ -125,6 +126,10 @@ type Options struct {
 	// StripHeaders are further request header fields (lower case) removed
 	// before forwarding, e.g. the tenant header the authenticator read.
 	StripHeaders []string
+	// TenantHeader is the request header field (lower case) a client may
+	// name its tenant in (auth.tenant_header); "" for none. The transport
+	// gate refuses it repeated or holding a comma.
+	TenantHeader string
 	// Audit, when set, receives one record per tools/call that reached a
 	// decision (allowed, refused); it must not block (see store.Auditor).
 	Audit func(ctx context.Context, r store.AuditRecord)
@@ -502,8 +507,8 @@ func (p *Pipeline) handle(ctx context.Context, x *Exchange) Verdict {
 	}
 	if name := tenantQueryName(r.RawQuery, p.tenantArgs); name != "" {
 		x.outcome = OutcomeInvalid
-		return Verdict{Local: local(400, mcp.ErrorResponse(jsonNull, &mcp.Error{Code: mcp.CodeInvalidRequest,
-			Message: "The query parameter " + quote(name) + " would choose a tenant; the tenant comes from your credential. Remove it from the URL."}))}
+		return Verdict{Local: p.gateRefusal(r, &mcp.Error{Code: mcp.CodeInvalidRequest,
+			Message: "The query parameter " + quote(name) + " would choose a tenant; the tenant comes from your credential. Remove it from the URL."})}
 	}
 	switch r.Method {
 	case "POST":
@@ -975,12 +980,9 @@ func (p *Pipeline) originAllowed(origin string) bool {
 	return isLoopbackOrigin(o)
 }
 
+// quote repeats a client-supplied value in a message, cut by clip.Value.
 func quote(s string) string {
-	const max = 80
-	if len(s) > max {
-		s = s[:max] + "…"
-	}
-	return `"` + s + `"`
+	return `"` + clip.Value(s) + `"`
 }
 
 // Finish records the request's metrics once; adapters call it when the

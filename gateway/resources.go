@@ -110,7 +110,7 @@ func (p *Pipeline) uriTenants(upstream, uri string, template bool, add func(stri
 			return &errURI{"The query of the resource URI " + quote(uri) + " cannot be parsed."}
 		}
 		for name, vals := range q {
-			if !p.tenantArgs[foldName(strings.TrimSpace(name))] {
+			if !isTenantParam(name, p.tenantArgs) {
 				continue
 			}
 			for _, v := range vals {

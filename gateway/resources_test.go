@@ -78,6 +78,8 @@ func TestResourceURIsOfAnotherTenantRefused(t *testing.T) {
 		{"other tenant", "resources/read", `"uri":"crm://globex/customers/1",`, "tenant_mismatch"},
 		{"other tenant, encoded host (Go refuses it: fail closed)", "resources/read", `"uri":"crm://%67lobex/customers/1",`, "invalid_resource_uri"},
 		{"tenant query parameter", "resources/read", `"uri":"file:///x?tenant=globex",`, "tenant_mismatch"},
+		{"tenant query parameter, bracketed", "resources/read", `"uri":"file:///x?tenant[]=globex",`, "tenant_mismatch"},
+		{"tenant query parameter, dotted", "resources/read", `"uri":"file:///x?org.id=globex",`, "tenant_mismatch"},
 		{"unparseable", "resources/read", `"uri":"crm://acme/%zz\u0000",`, "invalid_resource_uri"},
 		{"listen subscription", "subscriptions/listen", `"notifications":{"resourceSubscriptions":["crm://acme/a","crm://globex/b"]},`, "tenant_mismatch"},
 		{"listen own", "subscriptions/listen", `"notifications":{"resourceSubscriptions":["crm://acme/a"]},`, ""},

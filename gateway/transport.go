@@ -118,15 +118,54 @@ var hopByHop = map[string]bool{
 	"proxy-authorization": true, "http2-settings": true,
 }
 
-// singleValued are the request fields the gates read that must appear at
-// most once: a second value would be checked by nobody and forwarded.
-var singleValued = []string{"origin", "content-type", "content-encoding", "host"}
+// Field rules of the header gate (fieldRules).
+const (
+	// ruleList: a value holding "," is refused too. Intermediaries join
+	// repeated fields into one value with "," (RFC 9110 §5.3; Envoy does
+	// for its inline headers such as Authorization and Origin, Node.js for
+	// most), so a comma in a field whose values never hold one is a second
+	// value the upstream may read instead.
+	ruleList = 1 << iota
+	// ruleBearer: a comma is refused in a Bearer credential (RFC 6750
+	// b64token has none); other schemes' parameters may hold commas.
+	ruleBearer
+	// ruleMCP: a standard MCP header (SEP-2243): refused with -32020.
+	ruleMCP
+)
+
+// fieldRules are the request fields the gates read, bind or compare on:
+// each must arrive as one field with one value, and is never sent under an
+// underscore spelling (X_Y), which servers that map header names to
+// variables read as X-Y. A second field would be checked by nobody and
+// forwarded. Mcp-Name and Mcp-Param-* values may hold commas (resource
+// URIs, argument values): for them only a repeated field is refused; a
+// joined value fails the comparison with the body.
+var fieldRules = [...]struct {
+	name, shown string
+	rule        int
+}{
+	{"origin", "Origin", ruleList},
+	{"content-type", "Content-Type", 0},
+	{"content-encoding", "Content-Encoding", 0},
+	{"host", "Host", 0},
+	{"authorization", "Authorization", ruleBearer},
+	{SessionHeader, "Mcp-Session-Id", ruleList},
+	{mcp.HeaderProtocolVersion, "MCP-Protocol-Version", ruleList | ruleMCP},
+	{mcp.HeaderMethod, "Mcp-Method", ruleList | ruleMCP},
+	{mcp.HeaderName, "Mcp-Name", ruleMCP},
+}
 
 // headerFaults is the first transport gate, before anything is parsed:
 //   - a Connection header may not nominate an end-to-end field: proxies
 //     delete nominated fields, so a client could strip Mcp-Method,
 //     MCP-Protocol-Version or Origin after the gateway checked them;
-//   - Origin, Content-Type, Content-Encoding and Host appear at most once.
+//   - the fields of fieldRules, every Mcp-Param-* and the tenant header
+//     (Options.TenantHeader) appear at most once, those marked as single
+//     values (and the tenant header) without a comma, none of them under
+//     an underscore spelling.
+//
+// A refusal is 400 with a JSON-RPC error for the body's id, when one can be
+// read (gateRefusal), -32020 for the standard MCP headers, else -32600.
 //
 // The Host allowlist (DNS rebinding) belongs to the listener: the
 // standalone proxy checks it (HostAllowed); under Envoy, virtual hosts do.
@@ -135,16 +174,87 @@ func (p *Pipeline) headerFaults(r *Request) *Local {
 		for _, tok := range strings.Split(v, ",") {
 			tok = strings.ToLower(strings.TrimSpace(tok))
 			if tok != "" && !hopByHop[tok] {
-				return local(400, mcp.ErrorResponse(jsonNull, &mcp.Error{Code: mcp.CodeInvalidRequest, Message: "the Connection header may not name the end-to-end header " + quote(tok)}))
+				return p.gateRefusal(r, &mcp.Error{Code: mcp.CodeInvalidRequest, Message: "the Connection header may not name the end-to-end header " + quote(tok)})
 			}
 		}
 	}
-	for _, k := range singleValued {
-		if len(r.Header.Values(k)) > 1 {
-			return local(400, mcp.ErrorResponse(jsonNull, &mcp.Error{Code: mcp.CodeInvalidRequest, Message: "the " + k + " header may appear only once"}))
+	for i := range fieldRules {
+		f := &fieldRules[i]
+		vs := r.Header.Values(f.name)
+		if len(vs) == 0 {
+			continue
+		}
+		what := ""
+		switch {
+		case len(vs) > 1:
+			what = "may appear only once"
+		case f.rule&ruleList != 0 && strings.IndexByte(vs[0], ',') >= 0,
+			f.rule&ruleBearer != 0 && isBearer(vs[0]) && strings.IndexByte(vs[0], ',') >= 0:
+			what = "holds more than one value (a comma); send one value in one field"
+		default:
+			continue
+		}
+		if f.rule&ruleMCP != 0 {
+			return p.gateRefusal(r, &mcp.Error{Code: mcp.CodeHeaderMismatch, Message: "Header mismatch: the " + f.shown + " header " + what})
+		}
+		return p.gateRefusal(r, &mcp.Error{Code: mcp.CodeInvalidRequest, Message: "the " + f.shown + " header " + what})
+	}
+	if th := p.opts.TenantHeader; th != "" {
+		if vs := r.Header.Values(th); len(vs) > 1 || len(vs) == 1 && strings.IndexByte(vs[0], ',') >= 0 {
+			return p.gateRefusal(r, &mcp.Error{Code: mcp.CodeInvalidRequest, Message: "the " + th + " header must be sent once, with one tenant"})
+		}
+	}
+	for k, vs := range r.Header {
+		if strings.HasPrefix(k, mcp.HeaderParamPrefix) && len(vs) > 1 {
+			return p.gateRefusal(r, &mcp.Error{Code: mcp.CodeHeaderMismatch, Message: "Header mismatch: the " + quote(k) + " header may appear only once"})
+		}
+		if strings.IndexByte(k, '_') >= 0 {
+			if alias := strings.ReplaceAll(k, "_", "-"); p.boundField(alias) {
+				return p.gateRefusal(r, &mcp.Error{Code: mcp.CodeInvalidRequest, Message: "the header " + quote(k) + " is read as " + quote(alias) + " by some servers; send " + quote(alias) + " only"})
+			}
 		}
 	}
 	return nil
+}
+
+// boundField reports whether name (lower case) is a field the header gate
+// holds to one value: fieldRules, Mcp-Param-* and the tenant header.
+func (p *Pipeline) boundField(name string) bool {
+	if strings.HasPrefix(name, mcp.HeaderParamPrefix) || name == p.opts.TenantHeader && name != "" {
+		return true
+	}
+	for i := range fieldRules {
+		if fieldRules[i].name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// isBearer reports whether an Authorization value uses the Bearer scheme
+// (case-insensitive, RFC 9110 §11.1).
+func isBearer(v string) bool {
+	v = strings.TrimLeft(v, " \t")
+	return len(v) > 6 && strings.EqualFold(v[:6], "bearer") && (v[6] == ' ' || v[6] == '\t')
+}
+
+// gateRefusal answers a request the header gate refused, before its body
+// was parsed: 400 with the JSON-RPC error e for the id of the request the
+// body holds (null when none can be read), no body for a notification.
+// It runs only on refusals.
+func (p *Pipeline) gateRefusal(r *Request, e *mcp.Error) *Local {
+	id := jsonNull
+	if len(r.Body) > 0 {
+		if body, _, err := decodeBody(r.Header.Get("content-encoding"), r.Body, p.opts.MaxBodyBytes); err == nil {
+			if msg, _ := mcp.Parse(body, p.opts.MaxJSONDepth); msg != nil {
+				if msg.Kind == mcp.KindNotification {
+					return local(400, nil)
+				}
+				id = idOrNull(msg.ID)
+			}
+		}
+	}
+	return local(400, mcp.ErrorResponse(id, e))
 }
 
 // Refused is a local JSON-RPC error answer (id null) with the given status,

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func mustCompile(t testing.TB, schema string) *Schema {
@@ -901,5 +902,20 @@ func TestWorkBoundCountsParsedStrings(t *testing.T) {
 	p := only(t, heavy.Check(args, Options{}))
 	if p.Code != CodeInvalid || !strings.Contains(p.Message, "too many to check") {
 		t.Errorf("got %+v", p)
+	}
+}
+
+// TestEchoedNamesCutOnRunes: an unknown argument's long name is repeated
+// cut before a multi-byte character, never inside it.
+func TestEchoedNamesCutOnRunes(t *testing.T) {
+	s := mustCompile(t, bookingSchema)
+	name := strings.Repeat("a", 63) + "é" + strings.Repeat("b", 20)
+	r := s.Check([]byte(`{"booking_id":"B-1","`+name+`":1}`), Options{})
+	if len(r.Problems) == 0 {
+		t.Fatal("accepted")
+	}
+	msg := r.Problems[0].Message
+	if !strings.Contains(msg, `"`+strings.Repeat("a", 63)+`…"`) || !utf8.ValidString(msg) || strings.ContainsRune(msg, utf8.RuneError) {
+		t.Errorf("message %q", msg)
 	}
 }

@@ -206,7 +206,7 @@ func parseProblem(err error) Problem {
 			p.Code = CodeInvalid
 			p.Message = fmt.Sprintf("The arguments are nested more than %d levels deep", MaxArgumentDepth)
 			if p.Argument != "" {
-				p.Message += fmt.Sprintf(" (at %q)", p.Argument)
+				p.Message += " (at " + quote(p.Argument) + ")"
 			}
 			p.Message += "; send a flatter value."
 		case errors.Is(err, errNumber):

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/mcpgate/mcpgate/gateway/clip"
 )
 
 // Compile errors. Every error Compile returns is a *CompileError whose Err
@@ -289,10 +291,7 @@ func displayRef(u string) string {
 
 func oneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 300 {
-		s = s[:300] + "…"
-	}
-	return s
+	return clip.To(s, 300)
 }
 
 // Keywords whose value is a schema, an array of schemas or an object of

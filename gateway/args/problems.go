@@ -10,6 +10,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+
+	"github.com/mcpgate/mcpgate/gateway/clip"
 )
 
 // collect turns the validator's error tree into Problems.
@@ -358,14 +360,9 @@ func subject(arg string) string {
 	return "Argument " + quote(arg)
 }
 
-// quote quotes s for a message, cut to a readable length.
+// quote quotes s for a message, cut by clip.Value.
 func quote(s string) string {
-	const max = 60
-	if utf8.RuneCountInString(s) > max {
-		r := []rune(s)
-		s = string(r[:max]) + "…"
-	}
-	return strconv.Quote(s)
+	return strconv.Quote(clip.Value(s))
 }
 
 // describe names a value for a message: `a string "ten"`, `the number

@@ -169,6 +169,10 @@ type exchange struct {
 	finished bool
 	out      []byte
 	killed   bool // a kill switch ended the response stream (killswitch.go)
+	// path is the :path the upstream gets when the client's had a query
+	// ("" when it had none): MCP endpoints take no query parameters, and
+	// the client's query is read by the gates, never forwarded.
+	path string
 }
 
 // Process serves one ext_proc stream: one HTTP request and its response.
@@ -227,7 +231,10 @@ func (ex *exchange) handle(in *extprocv3.ProcessingRequest) *extprocv3.Processin
 // the buffered body.
 func (ex *exchange) requestHeaders(in *extprocv3.ProcessingRequest, h *extprocv3.HttpHeaders) *extprocv3.ProcessingResponse {
 	hdr, pseudo := fromHeaderMap(h.GetHeaders())
-	path, query, _ := strings.Cut(pseudo.path, "?")
+	path, query, hasQuery := strings.Cut(pseudo.path, "?")
+	if hasQuery {
+		ex.path = path
+	}
 	ex.req = &gateway.Request{
 		Transport: gateway.TransportExtProc,
 		Method:    strings.ToUpper(pseudo.method),
@@ -256,7 +263,21 @@ func (ex *exchange) requestHeaders(in *extprocv3.ProcessingRequest, h *extprocv3
 	if ex.verdict.Local != nil {
 		return immediate(ex.verdict.Local)
 	}
-	return headersResponse(mutation(ex.verdict.SetHeader, ex.verdict.RemoveHeader), false)
+	return headersResponse(mutation(ex.withPath(ex.verdict.SetHeader), ex.verdict.RemoveHeader), false)
+}
+
+// withPath returns set with the :path the upstream gets when the client's
+// carried a query (a copy; set itself when it carried none).
+func (ex *exchange) withPath(set mcp.Header) mcp.Header {
+	if ex.path == "" {
+		return set
+	}
+	set = set.Clone()
+	if set == nil {
+		set = mcp.Header{}
+	}
+	set[":path"] = []string{ex.path}
+	return set
 }
 
 // requestBody decides on the whole body (BUFFERED mode).
@@ -276,7 +297,7 @@ func (ex *exchange) requestBody(b *extprocv3.HttpBody) *extprocv3.ProcessingResp
 	if v.Local != nil {
 		return immediate(v.Local)
 	}
-	set := v.SetHeader
+	set := ex.withPath(v.SetHeader)
 	var body *extprocv3.BodyMutation
 	if v.BodyChanged {
 		// In BUFFERED mode Envoy keeps the headers until this answer, so

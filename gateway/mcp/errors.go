@@ -3,6 +3,8 @@ package mcp
 import (
 	"slices"
 	"unicode/utf8"
+
+	"github.com/mcpgate/mcpgate/gateway/clip"
 )
 
 // DefaultMaxDepth is the nesting limit Parse applies when it is given a
@@ -53,29 +55,17 @@ func newUnsupportedVersion(requested, source string) *Error {
 	}
 }
 
-// maxShown is the number of bytes of a client-supplied value that error
-// messages repeat.
-const maxShown = 64
-
-// quoteTrunc quotes s for an error message, cutting it (on a rune
-// boundary) to about maxShown bytes.
+// quoteTrunc quotes s for an error message: cut by clip.Value, then
+// wrapped in single quotes with control characters, quotes and
+// backslashes escaped so the message stays on one line.
 func quoteTrunc(s string) string {
-	suffix := ""
-	if len(s) > maxShown {
-		cut := maxShown
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s, suffix = s[:cut], "..."
-	}
-	return quoteForMessage(s) + suffix
+	return "'" + escapeForMessage(clip.Value(s)) + "'"
 }
 
-// quoteForMessage wraps s in single quotes, escaping control characters,
-// quotes and backslashes so the message stays on one line.
-func quoteForMessage(s string) string {
-	b := make([]byte, 0, len(s)+2)
-	b = append(b, '\'')
+// escapeForMessage escapes control characters, invalid UTF-8, quotes and
+// backslashes of s (\xNN, \', \\).
+func escapeForMessage(s string) string {
+	b := make([]byte, 0, len(s))
 	for i := 0; i < len(s); {
 		r, n := utf8.DecodeRuneInString(s[i:])
 		switch {
@@ -92,7 +82,6 @@ func quoteForMessage(s string) string {
 		}
 		i += n
 	}
-	b = append(b, '\'')
 	return string(b)
 }
 

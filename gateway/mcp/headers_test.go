@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // hdr builds a Header from name/value pairs (names in any case).
@@ -88,7 +89,7 @@ func TestCheckHeaders(t *testing.T) {
 		{"duplicate Mcp-Name", callModern, hdr(pv, "2026-07-28", mm, "tools/call", mn, "get_weather", mn, "get_weather"), CodeHeaderMismatch, "more than once"},
 		{"duplicate Mcp-Method", callModern, hdr(pv, "2026-07-28", mm, "tools/call", mm, "tools/call", mn, "get_weather"), CodeHeaderMismatch, "more than once"},
 		{"duplicate protocol version", callModern, hdr(pv, "2026-07-28", pv, "2026-07-28", mm, "tools/call", mn, "get_weather"), CodeHeaderMismatch, "more than once"},
-		{"long values truncated", callModern, hdr(pv, "2026-07-28", mm, "tools/call", mn, long), CodeHeaderMismatch, "'" + long[:64] + "'..."},
+		{"long values truncated", callModern, hdr(pv, "2026-07-28", mm, "tools/call", mn, long), CodeHeaderMismatch, "'" + long[:64] + "…'"},
 		{"Mcp-Name on tools/list", listModern, hdr(pv, "2026-07-28", mm, "tools/list", mn, "x"), CodeHeaderMismatch, "no counterpart"},
 
 		// Protocol version header and _meta.
@@ -272,4 +273,27 @@ func TestHeaderValueCoding(t *testing.T) {
 			t.Errorf("got %q %v", got, err)
 		}
 	})
+}
+
+// TestEchoedValuesCutOnRunes: a long header value with multi-byte
+// characters at the cut comes back cut before the character, valid UTF-8,
+// with the clip marker.
+func TestEchoedValuesCutOnRunes(t *testing.T) {
+	m := mustParse(t, callModern)
+	for _, name := range []string{
+		strings.Repeat("a", 63) + "é" + strings.Repeat("b", 40),
+		strings.Repeat("a", 62) + "€" + strings.Repeat("b", 40),
+		strings.Repeat("a", 61) + "😀" + strings.Repeat("b", 40),
+	} {
+		e := CheckHeaders(hdr("MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", EncodeHeaderValue(name)), m)
+		if e == nil {
+			t.Fatal("accepted")
+		}
+		if !utf8.ValidString(e.Message) || strings.ContainsRune(e.Message, utf8.RuneError) {
+			t.Errorf("message %q: a character was split", e.Message)
+		}
+		if !strings.Contains(e.Message, "'"+name[:strings.IndexByte(name, 'a')+strings.Count(name, "a")]+"…'") {
+			t.Errorf("message %q: not cut before the multi-byte character", e.Message)
+		}
+	}
 }

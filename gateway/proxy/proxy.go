@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/clip"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/gateway/routes"
 )
@@ -209,7 +210,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// The body is never read: close the connection rather than wait
 		// for it.
 		w.Header().Set("Connection", "close")
-		writeLocal(w, gateway.Refused(403, "Host "+strconv.Quote(r.Host)+" is not allowed"), nil)
+		writeLocal(w, gateway.Refused(403, "Host "+strconv.Quote(clip.Value(r.Host))+" is not allowed"), nil)
 		p.o.Metrics.ObserveRefused(gateway.TransportProxy, time.Since(start))
 		return
 	}
@@ -353,7 +354,11 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	pr.SetURL(target)
 	pr.Out.URL.Path = target.Path
 	pr.Out.URL.RawPath = target.RawPath
-	pr.Out.URL.RawQuery = mergeQuery(target.RawQuery, pr.In.URL.RawQuery)
+	// MCP endpoints take no query parameters: the client's query is read
+	// by the gates (gateway.Request.RawQuery) and never forwarded; the
+	// query of the upstream's configured URL is kept.
+	pr.Out.URL.RawQuery = target.RawQuery
+	pr.Out.URL.ForceQuery = target.ForceQuery
 	pr.SetXForwarded()
 	body := st.body
 	if st.v.BodyChanged {
@@ -398,16 +403,6 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 		pr.Out, st.cancel, st.deadline = pr.Out.WithContext(ctx), cancel, ctx
 	}
 	st.sent = time.Now()
-}
-
-func mergeQuery(a, b string) string {
-	switch {
-	case a == "":
-		return b
-	case b == "":
-		return a
-	}
-	return a + "&" + b
 }
 
 // modifyResponse hands the upstream response to the pipeline: passed

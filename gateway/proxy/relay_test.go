@@ -171,9 +171,9 @@ func TestResponseInspectionLimit(t *testing.T) {
 	}
 	up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
-		size, _ := strconv.Atoi(r.URL.Query().Get("size"))
+		size, _ := strconv.Atoi(r.Header.Get("X-Size"))
 		w.Header().Set("Content-Type", "application/json")
-		if r.URL.Query().Get("chunked") == "1" {
+		if r.Header.Get("X-Chunked") == "1" {
 			w.WriteHeader(200)
 			w.(http.Flusher).Flush() // headers out: no Content-Length
 		}
@@ -192,7 +192,9 @@ func TestResponseInspectionLimit(t *testing.T) {
 	t.Cleanup(gw.Close)
 	for _, chunked := range []string{"0", "1"} {
 		for _, size := range []int{100, 4096, 4097, limit - 1, limit, limit + 1, 3 * limit} {
-			resp, body := post(t, gw.URL+"/mcp?chunked="+chunked+"&size="+strconv.Itoa(size), h2026("tools/list", ""), listBody)
+			hdr := h2026("tools/list", "")
+			hdr["X-Chunked"], hdr["X-Size"] = chunked, strconv.Itoa(size)
+			resp, body := post(t, gw.URL+"/mcp", hdr, listBody)
 			if size <= limit {
 				var got struct {
 					Result struct {

@@ -126,6 +126,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 	var asserter gateway.Asserter
 	var jwks func() []byte
 	var strip []string
+	tenantHeader := ""
 	if cfg.Auth != nil {
 		an, v, err := newAuthenticator(ctx, cfg, id, log)
 		if err != nil {
@@ -135,7 +136,8 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 		authenticator, metadata = an, an.ResourceMetadata
 		asserter, jwks = id, id.signer.JWKS
 		if h := cfg.Auth.TenantHeader; h != "" {
-			strip = append(strip, strings.ToLower(h))
+			tenantHeader = strings.ToLower(h)
+			strip = append(strip, tenantHeader)
 		}
 		if cfg.AdminAPI != nil {
 			if err := id.newAdmin(cfg, v, log); err != nil {
@@ -217,6 +219,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 		Extensions:       cfg.Extensions.Allow,
 		SessionTTL:       sessionTTL(cfg),
 		StripHeaders:     strip,
+		TenantHeader:     tenantHeader,
 		Audit:            id.audit,
 		Logger:           log,
 		Metrics:          metrics,

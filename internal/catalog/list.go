@@ -9,13 +9,14 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpgate/mcpgate/gateway/clip"
 )
 
 // Defaults of ListOptions (and Options).
@@ -194,7 +195,7 @@ func List(ctx context.Context, u Upstream, o ListOptions) (*Snapshot, error) {
 			break
 		}
 		if pg.nextCursor == cursor || seen[pg.nextCursor] {
-			return nil, fmt.Errorf("%w: page %d returned nextCursor %q again", ErrRepeatedCursor, page, truncate(pg.nextCursor, 64))
+			return nil, fmt.Errorf("%w: page %d returned nextCursor %q again", ErrRepeatedCursor, page, clip.Value(pg.nextCursor))
 		}
 		if page >= o.MaxPages {
 			return nil, fmt.Errorf("%w: page %d of at most %d has a nextCursor", ErrTooManyPages, page, o.MaxPages)
@@ -459,12 +460,4 @@ func sseData(body []byte) [][]byte {
 		events = append(events, data)
 	}
 	return events
-}
-
-// truncate shortens s to at most n bytes for messages, quoting-safe.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…(" + strconv.Itoa(len(s)) + " bytes)"
 }
