@@ -3,7 +3,7 @@
 #   docker build -t registry.example.com/mcpgate:0.1.0 .
 # The chart passes only arguments (serve / validate), so the binary is the
 # entrypoint. CGO is off: a static binary needs no libc in the image (and
-# maps ~1.5 MiB less of it, docs/memory.md).
+# maps ~1.5 MiB less of it, docs/operations/memory.md).
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./

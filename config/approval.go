@@ -31,7 +31,7 @@ const (
 	MinWebhookSecretLen = 32
 )
 
-// Approvals turns on mcpgate's approval page (issue 8): the page on the
+// Approvals turns on mcpgate's approval page: the page on the
 // admin listener, under /approvals/, where a person who holds the right
 // approves or rejects the pending actions the policy sends out of band
 // (decision approval "out_of_band"; always for tools declared moves_money
@@ -39,25 +39,30 @@ const (
 // section (the approver's live rights are checked at approval time) and
 // the admin listener.
 type Approvals struct {
-	// BaseURL is the origin browsers reach the admin listener at, e.g.
-	// https://gw.example.com (no path, query or fragment). The approval
-	// link in previews is <base_url>/approvals/a/<id>; the OpenID
-	// redirect URI is <base_url>/approvals/callback. https is required
-	// except on loopback hosts; session cookies are Secure under https.
+	// Origin browsers reach the admin listener at (`https://gw.example.com`;
+	// no path). `http` only on loopback hosts. Under `https` the session
+	// cookie is `Secure`.
+	//
+	// Required.
 	BaseURL string `yaml:"base_url"`
-	// OIDC is the OpenID provider approvers sign in with (authorization
-	// code with PKCE). Required.
+	// The approvers' OpenID provider. Register the redirect URI
+	// `<base_url>/approvals/callback`.
+	//
+	// Required.
 	OIDC *ApprovalOIDC `yaml:"oidc"`
-	// SessionTTL is how long a sign-in lasts. Default
-	// DefaultApprovalSessionTTL, at most MaxApprovalSessionTTL.
+	// How long a sign-in lasts (1m–24h).
+	//
+	// Default: `1h`.
 	SessionTTL string `yaml:"session_ttl"`
-	// RequireSecondPerson: the person who asked for an action (its
-	// requester) may never approve it, whatever its effect class.
+	// The requester of an action can never approve it (two-person rule).
 	RequireSecondPerson bool `yaml:"require_second_person"`
-	// SecondPersonEffects applies the same rule to the listed effect
-	// classes only (read, silent_write, notify, wake, alerting, delete).
+	// The two-person rule for these effect classes only.
+	//
+	// Default: `[]`.
 	SecondPersonEffects []string `yaml:"second_person_effects"`
-	// Webhook announces every new out-of-band action; nil: off.
+	// Announce each new out-of-band action.
+	//
+	// Default: off.
 	Webhook *ApprovalWebhook `yaml:"webhook"`
 
 	// DemoSignIn lets `mcpgate demo` print sign-in links instead of
@@ -67,24 +72,30 @@ type Approvals struct {
 
 // ApprovalOIDC is the approvers' OpenID provider.
 type ApprovalOIDC struct {
-	// Issuer is the issuer identifier (discovery at
-	// Issuer/.well-known/openid-configuration). https except on loopback.
+	// Issuer identifier (discovery).
+	//
+	// Required.
 	Issuer string `yaml:"issuer"`
-	// ClientID is the page's own OAuth client (never an agent's).
+	// The page's own OAuth client — never an agent's.
+	//
 	// Required.
 	ClientID string `yaml:"client_id"`
-	// ClientSecret authenticates a confidential client; empty: a public
-	// client (PKCE only).
+	// Secret of a confidential client (sent with `client_secret_basic`).
+	//
+	// Default: none (public client).
 	ClientSecret string `yaml:"client_secret"`
-	// Scopes asked for besides "openid" (always asked). Default none.
+	// Scopes asked for besides `openid`.
+	//
+	// Default: `[]`.
 	Scopes []string `yaml:"scopes"`
-	// TenantClaim names the claim with the approver's tenant, read from
-	// the ID token, else from the access token the same exchange
-	// returned. Default: tenant_claim of the auth.issuers entry with the
-	// same issuer. Required when no such entry names one.
+	// Claim with the approver's tenant (ID token, else the access token of
+	// the same exchange).
+	//
+	// Default: the `auth.issuers[]` entry's with the same issuer.
 	TenantClaim string `yaml:"tenant_claim"`
-	// SubjectClaim names the claim with the person's subject, as rights
-	// are keyed. Default DefaultApprovalSubjectClaim.
+	// Claim with the approver's subject (as rights are keyed).
+	//
+	// Default: `sub`.
 	SubjectClaim string `yaml:"subject_claim"`
 }
 
@@ -103,16 +114,23 @@ func (o ApprovalOIDC) String() string {
 // POST signed with HMAC-SHA256 (header X-Mcpgate-Signature), retried with
 // backoff.
 type ApprovalWebhook struct {
-	// URL receives the announcements. https except on loopback. Required.
+	// Receives a JSON POST `{action_id, tenant, tool, summary, link,
+	// expires_at}` with header `X-Mcpgate-Signature: sha256=<hex HMAC-SHA256
+	// of the body>`.
+	//
+	// Required.
 	URL string `yaml:"url"`
-	// Secret is the HMAC-SHA256 key, at least MinWebhookSecretLen bytes.
+	// The HMAC key, at least 32 bytes.
+	//
 	// Required.
 	Secret string `yaml:"secret"`
-	// MaxAttempts is how often one announcement is tried (first try
-	// included). Default DefaultWebhookAttempts, at most
-	// MaxWebhookAttempts.
+	// Tries per announcement (1–10), with exponential backoff from 1s.
+	//
+	// Default: `5`.
 	MaxAttempts int `yaml:"max_attempts"`
-	// Timeout bounds one attempt. Default DefaultWebhookTimeout.
+	// Bound of one try (at most 1m).
+	//
+	// Default: `5s`.
 	Timeout string `yaml:"timeout"`
 }
 

@@ -32,27 +32,47 @@ const (
 // from one of the issuers. Without an auth section every caller is
 // anonymous.
 type Auth struct {
-	// ResourceBaseURL is the public origin clients reach the gateway at,
-	// e.g. "https://mcp.example.com". A route's resource URI (RFC 8707,
-	// the audience its tokens must carry) is this plus the route's path.
-	// Required; https except on loopback hosts; no path, query or
-	// fragment. Never derived from a request's Host header.
+	// The gateway's public origin as clients reach it:
+	// `scheme://host[:port]`, no path, query or fragment. `https` except on
+	// loopback hosts (`localhost`, `127.x`, `[::1]`).
+	//
+	// Required.
 	ResourceBaseURL string `yaml:"resource_base_url"`
-	// ScopesSupported is scopes_supported of every route's protected
-	// resource metadata. Empty: for each route, the rights its tools
-	// declare.
+	// `scopes_supported` of every route's protected resource metadata. Each
+	// an RFC 6749 scope (printable ASCII without spaces); unique.
+	//
+	// Default: none: per route, the rights its tools declare.
 	ScopesSupported []string `yaml:"scopes_supported"`
-	// Issuers are the trusted authorization servers. At least one, unless
-	// GatewayTokens is set.
+	// The trusted authorization servers (OpenID providers). Each `issuer`
+	// once. With `gateway_tokens`, the list may be empty: then only gateway
+	// tokens are accepted.
+	//
+	// Required: at least one, unless `auth.gateway_tokens` is set.
 	Issuers []Issuer `yaml:"issuers"`
-	// TenantHeader is the request header a client names its tenant in (it
-	// must be one the credential serves). "": none.
+	// The request header in which a client that serves several tenants names
+	// the tenant of a request; it must be one the credential serves. On a
+	// [route with `{tenant}`](#routes-with-a-tenant) the path names the
+	// tenant, and the header, if sent, must name the same one. An HTTP
+	// header name (RFC 9110 token), compared ignoring case. Not
+	// `Authorization`, `Proxy-Authorization`, `Cookie`, `Host`,
+	// `Content-Type`, `Mcpgate-Assertion`, any `Mcp-*` header, or
+	// `listeners.extproc.upstream_header`.
+	//
+	// Default: none: the credential's tenant.
 	TenantHeader string `yaml:"tenant_header"`
-	// GatewayTokens turns on gateway-issued MCP tokens (requires store and
-	// rights); nil: off.
+	// Turn on MCP access tokens issued by mcpgate itself (`mcpg_…`, created
+	// through the admin API), for MCP clients that cannot do OAuth.
+	// **Requires a [`store`](#store)** (tokens are kept there, only their
+	// SHA-256) **and a [`rights`](#rights) section** (the rights a token is
+	// created with are capped by its creator's live rights at that moment).
+	// `gateway_tokens: {}` turns it on with the defaults.
+	//
+	// Default: none: off.
 	GatewayTokens *GatewayTokens `yaml:"gateway_tokens" json:",omitempty"`
-	// SessionTTL is how long an older revision's session id stays bound to
-	// its principal. Default DefaultSessionTTL.
+	// How long a session id of an older MCP protocol revision
+	// (`Mcp-Session-Id`) stays bound to the principal that opened it; a
+	// request presenting it with another principal's credential is refused.
+	// Greater than 0.
 	SessionTTL string `yaml:"session_ttl"`
 }
 
@@ -60,11 +80,14 @@ type Auth struct {
 // (stored hashed in the store; the rights they carry are capped, at
 // creation, by the creator's live rights).
 type GatewayTokens struct {
-	// DefaultTTL is the lifetime of a token created without one. Default
-	// DefaultGatewayTokenTTL; at most MaxTTL.
+	// Lifetime of a token created without one. Greater than 0, at most
+	// `max_ttl`.
+	//
+	// Default: `720h` (30 days).
 	DefaultTTL string `yaml:"default_ttl"`
-	// MaxTTL is the longest lifetime a token may be given. Default
-	// DefaultGatewayTokenMaxTTL.
+	// The longest lifetime a token may be created with. Greater than 0.
+	//
+	// Default: `2160h` (90 days).
 	MaxTTL string `yaml:"max_ttl"`
 }
 
@@ -97,46 +120,82 @@ func (a *Auth) SessionTTLDuration() time.Duration {
 
 // Issuer is one trusted authorization server (auth.IssuerConfig).
 type Issuer struct {
-	// Issuer is the issuer identifier; discovery reads
-	// <issuer>/.well-known/openid-configuration. https except on loopback.
+	// The issuer identifier, exactly as the provider's discovery document
+	// (`<issuer>/.well-known/openid-configuration`) and its tokens' `iss`
+	// spell it. `https` except on loopback hosts; no query or fragment.
+	// mcpgate reads discovery and the JWKS at start; an issuer that cannot
+	// be reached stops `serve`.
+	//
+	// Required.
 	Issuer string `yaml:"issuer"`
-	// Audiences are the resource URIs (resource_base_url + route) this
-	// issuer may issue tokens for. Empty: every route.
+	// The routes this issuer may issue tokens for, each a route's resource
+	// URI in canonical form (lower-case scheme and host, no default port);
+	// for a route with `{tenant}`, one tenant's
+	// (`https://mcp.example.com/t/acme/mcp`; `{tenant}` itself is refused —
+	// leave the list empty to trust the issuer for every tenant). Whatever
+	// the list, a token's `aud` must contain the resource URI of the route
+	// it is presented at.
+	//
+	// Default: none: every route.
 	Audiences []string `yaml:"audiences"`
-	// Algorithms is the JWS alg allowlist (asymmetric only). Default
-	// auth.DefaultAlgorithms.
+	// JWS `alg` allowlist. Only asymmetric algorithms (`RS256/384/512`,
+	// `PS256/384/512`, `ES256/384/512`, `EdDSA`); `none` and `HS*` are
+	// refused.
 	Algorithms []string `yaml:"algorithms"`
-	// Types is the JOSE typ allowlist. Default auth.DefaultTypes.
+	// JOSE `typ` allowlist (RFC 9068), compared ignoring case and an
+	// `application/` prefix. An entry `""` also admits tokens without `typ`
+	// (providers that issue plain JWTs).
 	Types []string `yaml:"types"`
-	// ClockSkew is the tolerance for exp, nbf and iat. Default DefaultClockSkew.
+	// Tolerance for `exp`, `nbf` and `iat`. Greater than 0.
 	ClockSkew string `yaml:"clock_skew"`
-	// MinJWKSRefresh is the least time between two JWKS fetches. Default
-	// DefaultMinJWKSRefresh.
+	// Least time between two JWKS fetches: tokens with unknown `kid`s cannot
+	// make mcpgate hammer the provider. A token signed by a key mcpgate has
+	// not seen yet is refused (401) until the next fetch is allowed. Greater
+	// than 0.
 	MinJWKSRefresh string `yaml:"min_jwks_refresh"`
-	// TenantClaim names the claim carrying the tenant; empty: none.
+	// Claim carrying the tenant (`principal.tenant`). Empty: this issuer's
+	// tokens carry no tenant.
+	//
+	// Default: none.
 	TenantClaim string `yaml:"tenant_claim"`
-	// SubjectClaim names the subject claim. Default DefaultSubjectClaim.
+	// Claim carrying the subject (`principal.subject`); required in every
+	// token.
 	SubjectClaim string `yaml:"subject_claim"`
-	// ScopeClaim names the scope claim. Empty: "scope", else "scp".
+	// Claim carrying the scopes (`principal.rights`): a space-separated
+	// string or an array of strings.
+	//
+	// Default: `scope`, else `scp`.
 	ScopeClaim string `yaml:"scope_claim"`
-	// ClientIDClaim names the client claim. Empty: "client_id", else "azp".
+	// Claim naming the OAuth client (`principal.client_id`).
+	//
+	// Default: `client_id`, else `azp`.
 	ClientIDClaim string `yaml:"client_id_claim"`
-	// Introspection verifies opaque tokens with RFC 7662 at this issuer.
+	// Verify opaque (non-JWT) access tokens with RFC 7662 introspection at
+	// this issuer. At most one issuer may introspect.
+	//
+	// Default: none.
 	Introspection *Introspection `yaml:"introspection"`
-	// ClientToolsets binds the connections of OAuth clients to toolsets:
-	// client id → toolset name (a key of toolsets, or "full"). A client
-	// not listed gets "full". Default none.
+	// The [toolset](#toolsets) of the connections of each OAuth client of
+	// this issuer (`principal.toolset`): a key of `toolsets`, or `full`.
+	// Clients not listed get `full`.
+	//
+	// Default: none.
 	ClientToolsets map[string]string `yaml:"client_toolsets"`
 }
 
 // Introspection configures RFC 7662 token introspection for one issuer.
 type Introspection struct {
-	// Endpoint is the introspection URL. Empty: introspection_endpoint of
-	// the issuer's discovery document.
+	// Introspection endpoint.
+	//
+	// Default: the discovery document's `introspection_endpoint`.
 	Endpoint string `yaml:"endpoint"`
-	// ClientID and ClientSecret authenticate the gateway at the endpoint
-	// (client_secret_basic). Both required.
-	ClientID     string `yaml:"client_id"`
+	// Client mcpgate authenticates as (`client_secret_basic`).
+	//
+	// Required.
+	ClientID string `yaml:"client_id"`
+	// Its secret. Never logged. Keep the file readable by mcpgate only.
+	//
+	// Required.
 	ClientSecret string `yaml:"client_secret"`
 }
 

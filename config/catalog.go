@@ -26,32 +26,37 @@ const (
 // validated against the listed inputSchema, and a pinned manifest hides a
 // tool whose definition changed after approval (rug-pull protection).
 type Catalog struct {
-	// Disabled turns the catalog off: tools/list is forwarded and
-	// filtered, arguments are not validated, nothing is pinned. `serve
-	// --upstream` (the one-line mode) runs with it off.
+	// Turn the catalog off: `tools/list` is forwarded and filtered,
+	// arguments are not validated against the schema, nothing is pinned.
+	// `serve --upstream` runs with it off.
 	Disabled bool `yaml:"disabled"`
-	// Refresh is how often each upstream is listed again (besides on
-	// notifications/tools/list_changed and SIGHUP). Default
-	// DefaultCatalogRefresh, at least MinCatalogRefresh.
+	// How often each upstream is listed again (also on
+	// `notifications/tools/list_changed` seen from it, and on `SIGHUP`). At
+	// least `10s`.
 	Refresh string `yaml:"refresh"`
-	// MaxPages bounds the pages of one listing (an upstream whose cursor
-	// never advances is an error). Default DefaultCatalogMaxPages.
+	// Bound on the pages of one listing; an upstream whose cursor never
+	// advances or that needs more pages fails the listing (the previous
+	// catalog stays). From 1 to 1000.
 	MaxPages int `yaml:"max_pages"`
-	// Manifest is the pinned manifest (mcpgate manifest pin). "": pinning
-	// off, every listed tool counts as approved.
+	// The pinned manifest written by `mcpgate manifest pin`; reread on
+	// `SIGHUP`. A listed tool whose definition hash differs from its pin is
+	// hidden and refused (`tool_changed`) until pinned again. `mcpgate
+	// manifest pin --config F` writes it here by default; `serve` refuses to
+	// start while it does not exist. Relative to the configuration file.
+	//
+	// Default: none: pinning off.
 	Manifest string `yaml:"manifest"`
-	// Unpinned says what happens to a listed tool the manifest does not
-	// pin: CatalogUnpinnedRefuse (default; hidden and refused until pinned)
-	// or CatalogUnpinnedAllow. A tool whose definition differs from its
-	// pin is always refused.
+	// What happens to a listed tool the manifest does not pin: `refuse`
+	// hides and refuses it (`tool_not_approved`) until pinned; `allow`
+	// lists it. Only with `catalog.manifest`.
 	Unpinned string `yaml:"unpinned"`
-	// ListChangedCheck is how often mcpgate checks every open notification
-	// stream (subscriptions/listen, older revisions' GET streams) for a
-	// change of the tools its principal sees that has no event of its
-	// own — rights changed at the rights source, a token changed — and
-	// then sends notifications/tools/list_changed on it. Catalog, manifest
-	// and policy changes are checked at once besides. "0s": only those.
-	// Default DefaultListChangedCheck, else at least MinListChangedCheck.
+	// How often every open notification stream (`subscriptions/listen`
+	// asking for `toolsListChanged`, older revisions' GET streams) is
+	// checked for a change of the tools its principal sees that has no event
+	// of its own (rights changed at the rights source, a token changed);
+	// `notifications/tools/list_changed` is then sent on it. Catalog
+	// listings that change, `SIGHUP` (manifest) and policy reloads are
+	// checked at once besides. `0s`: only those; else at least `100ms`.
 	ListChangedCheck string `yaml:"list_changed_check"`
 }
 

@@ -28,94 +28,139 @@ const (
 
 // Config is the whole mcpgate configuration file.
 type Config struct {
-	Listeners Listeners  `yaml:"listeners"`
+	// The sockets mcpgate listens on; at least one of `proxy` and `admin`
+	// is enabled.
+	Listeners Listeners `yaml:"listeners"`
+	// One element per upstream MCP server.
+	//
+	// Required.
 	Upstreams []Upstream `yaml:"upstreams"`
-	Policy    Policy     `yaml:"policy"`
-	Limits    Limits     `yaml:"limits"`
-	Transport Transport  `yaml:"transport"`
-	Log       Log        `yaml:"log"`
-	// Auth turns on authentication (OAuth 2.1 resource server); nil (no
-	// auth section) runs without it: every caller is anonymous.
+	// Which Rego policies decide, and the policy operations (bundles,
+	// decision logs, a shadow policy).
+	Policy Policy `yaml:"policy"`
+	// Bounds on what a client can send.
+	Limits Limits `yaml:"limits"`
+	// HTTP-level rules of the standalone proxy.
+	Transport Transport `yaml:"transport"`
+	// `log/slog` output, to standard error.
+	Log Log `yaml:"log"`
+	// Turns authentication on.
+	//
+	// Default: none: no authentication.
 	Auth *Auth `yaml:"auth" json:",omitempty"`
-	// Store is the state store; nil (no section): no store — gateway
-	// tokens, session binding and stored audit are off (audit goes to the
-	// log only).
+	// The state store; exactly one of `bolt` and `redis`.
+	//
+	// Default: none: no store.
 	Store *Store `yaml:"store" json:",omitempty"`
-	// Audit configures the audit trail.
+	// The audit trail of gateway decisions and admin actions.
 	Audit Audit `yaml:"audit"`
-	// Rights is the live rights source; nil: effective rights = the
-	// credential's rights.
+	// The live rights source; exactly one of `http` and `file`.
+	//
+	// Default: none: the credential's rights.
 	Rights *Rights `yaml:"rights" json:",omitempty"`
-	// Assertion configures the identity assertions mcpgate signs for
-	// upstreams.
+	// The identity assertions mcpgate signs for upstreams.
 	Assertion Assertion `yaml:"assertion"`
-	// AdminAPI turns on the admin API (/v1/ on the admin listener); nil: off.
+	// Turns the admin API on.
+	//
+	// Default: none: off.
 	AdminAPI *AdminAPI `yaml:"admin_api" json:",omitempty"`
-	// Catalog is mcpgate's own listing of the upstreams' tools, with
-	// pinning (on unless disabled).
+	// mcpgate's own listing of the upstreams' tools, with pinning; on
+	// unless disabled.
 	Catalog Catalog `yaml:"catalog"`
-	// Toolsets are named toolsets a connection can be bound to (see
-	// toolsets.go); the built-in "full" (every tool) is the default.
+	// Names: lower-case letters, digits, `_`, `-` (1–63 characters); not
+	// `full`.
+	//
+	// Default: none.
 	Toolsets map[string]Toolset `yaml:"toolsets"`
-	// WriteSafety configures replay protection and two-step
-	// confirmation (writes.go).
+	// Replay protection of silent writes and two-step confirmation.
+	//
+	// Default: on with a store.
 	WriteSafety WriteSafety `yaml:"write_safety"`
-	// RateLimits configures the limits per effect class (writes.go).
+	// Limits per effect class.
+	//
+	// Default: on.
 	RateLimits RateLimits `yaml:"rate_limits"`
-	// Tasks turns MCP tasks (revision 2025-11-25) on; off by default.
+	// MCP tasks (revision 2025-11-25).
+	//
+	// Default: off.
 	Tasks Tasks `yaml:"tasks"`
-	// Extensions lists the capability extensions that pass between
-	// clients and upstreams; every other one is stripped.
+	// Which capability extensions pass between clients and upstreams.
+	//
+	// Default: none allowed.
 	Extensions Extensions `yaml:"extensions"`
-	// Tracing turns OpenTelemetry tracing on (tracing.go); off by default.
+	// OpenTelemetry tracing, exported with OTLP.
+	//
+	// Default: off.
 	Tracing Tracing `yaml:"tracing"`
-	// Approvals turns the approval page on (approval.go); nil: off.
+	// The approval page, on the admin listener.
+	//
+	// Default: off.
 	Approvals *Approvals `yaml:"approvals" json:",omitempty"`
 }
 
 // Listeners are the addresses mcpgate listens on.
 type Listeners struct {
-	// Proxy is the standalone MCP proxy listener (HTTP). Default
-	// DefaultProxyAddress. "" after defaults never happens; set
-	// Disabled to turn it off.
+	// The standalone MCP proxy listener (HTTP), where MCP clients connect;
+	// each upstream is served on its `route`.
 	Proxy Listener `yaml:"proxy"`
-	// Admin serves /metrics, /healthz and /readyz. Default DefaultAdminAddress.
+	// The admin listener (HTTP): `/metrics`, `/healthz`, `/readyz` and the
+	// admin API.
 	Admin Listener `yaml:"admin"`
-	// ExtProc is the Envoy ext_proc gRPC listener; off unless an address
-	// is set.
+	// The Envoy ext_proc gRPC listener
+	// (`envoy.service.ext_proc.v3.ExternalProcessor`, plus the gRPC health
+	// service). Off unless `address` is set.
 	ExtProc ExtProcListener `yaml:"extproc"`
 }
 
 // ExtProcListener is the envoy.service.ext_proc.v3.ExternalProcessor gRPC
 // listener, with the gRPC health service beside it.
 type ExtProcListener struct {
-	// Address is host:port, or "unix:/path/to.sock" for a Unix domain
-	// socket (sidecars). Empty: the listener is off.
+	// `host:port`, or `unix:/absolute/path.sock` for a Unix domain socket
+	// (sidecars).
+	//
+	// Default: off.
 	Address string `yaml:"address"`
-	// MessageBudget bounds mcpgate's work on one ext_proc message; keep
-	// it below Envoy's message_timeout. Default DefaultMessageBudget.
+	// Bound on mcpgate's work for one ext_proc message; keep it below
+	// Envoy's `message_timeout` (default 200 ms). Greater than 0. With
+	// `max_message_budget` above it, work still running at half of it is
+	// extended instead of cut (see [slow
+	// messages](#slow-ext_proc-messages)).
 	MessageBudget string `yaml:"message_budget"`
-	// MaxMessageBudget bounds the work on one request message that
-	// outlasts half of MessageBudget: mcpgate then sends Envoy
-	// override_message_timeout with this value and goes on until it has
-	// passed since the message arrived. Envoy's max_message_timeout must
-	// be at least this (Envoy ignores a larger override). "0s" never
-	// extends; otherwise at least MessageBudget. Default
-	// DefaultMaxMessageBudget.
+	// Bound on mcpgate's work for one request message that is still running
+	// at half of `message_budget` (an authentication that fetches a JWKS, a
+	// live-rights lookup, a slow state store): mcpgate then sends Envoy
+	// `override_message_timeout` with this value and the work may go on
+	// until this much time has passed since the message arrived. **Envoy's
+	// `max_message_timeout` must be at least this**, or Envoy ignores the
+	// override and answers 504 at its `message_timeout`. `0s` never extends
+	// (work is cut at `message_budget`, 503); otherwise at least
+	// `message_budget` and at most `30s`. See [slow
+	// messages](#slow-ext_proc-messages).
 	MaxMessageBudget string `yaml:"max_message_budget"`
-	// UpstreamHeader names the request header Envoy sets (overwriting) to
-	// tell mcpgate the upstream when the route metadata does not. Default
-	// DefaultUpstreamHeader.
+	// Request header Envoy sets (with `OVERWRITE_IF_EXISTS_OR_ADD`) to name
+	// the upstream when the route metadata
+	// (`filter_metadata.mcpgate.upstream`, sent as the `xds.route_metadata`
+	// attribute) does not. Only configured upstream names are accepted.
 	UpstreamHeader string `yaml:"upstream_header"`
-	// TLS serves the listener over TLS (mTLS with ClientCAFile).
+	// Serve the listener over TLS.
 	TLS TLS `yaml:"tls"`
 }
 
 // TLS holds PEM file paths. CertFile and KeyFile go together; ClientCAFile
 // requires client certificates signed by that CA (mTLS).
 type TLS struct {
-	CertFile     string `yaml:"cert_file"`
-	KeyFile      string `yaml:"key_file"`
+	// PEM certificate; requires `key_file`.
+	//
+	// Default: none.
+	CertFile string `yaml:"cert_file"`
+	// PEM private key; requires `cert_file`.
+	//
+	// Default: none.
+	KeyFile string `yaml:"key_file"`
+	// PEM CA bundle; when set, clients (Envoy) must present a certificate
+	// signed by it (mTLS).
+	//
+	// Default: none.
 	ClientCAFile string `yaml:"client_ca_file"`
 }
 
@@ -141,95 +186,192 @@ func (e ExtProcListener) Enabled() bool { return e.Address != "" }
 
 // Listener is one listening socket.
 type Listener struct {
-	Address  string `yaml:"address"`  // host:port
-	Disabled bool   `yaml:"disabled"` // default false
+	// Listen address, `host:port`. An empty host (`:8080`) listens on every
+	// interface; port `0` picks a free port. The port must be a number
+	// 0–65535. Keep it on loopback unless it sits behind TLS. The proxy's
+	// and the admin listener's addresses must differ (unless a port is
+	// `0`); the address of a disabled listener is not checked.
+	Address string `yaml:"address"`
+	// Turn the listener off (the proxy, e.g., when only Envoy's ext_proc
+	// path is used).
+	Disabled bool `yaml:"disabled"`
 }
 
 // Upstream is one MCP server behind mcpgate.
 type Upstream struct {
-	// Name identifies the upstream in policy, metrics and logs
-	// ([a-z0-9_-], 1–63 characters). Required, unique.
+	// Identifies the upstream in policy data
+	// (`data.mcpgate.upstreams[<name>]`), metric labels and logs. 1–63
+	// characters of `a-z`, `0-9`, `_`, `-`, starting with a letter or digit.
+	// Unique.
+	//
+	// Required.
 	Name string `yaml:"name"`
-	// URL is the upstream MCP endpoint, http or https. Required.
+	// The upstream's MCP endpoint: `http://` or `https://` with a host, e.g.
+	// `http://127.0.0.1:3000/mcp`. On a route with `{tenant}` the URL may
+	// hold `{tenant}` in its path (only there), which the standalone proxy
+	// replaces with the request's tenant:
+	// `http://crm.internal/tenants/{tenant}/mcp`. See [routes with a
+	// tenant](#routes-with-a-tenant).
+	//
+	// Required.
 	URL string `yaml:"url"`
-	// Route is the path on mcpgate's proxy listener that maps to this
-	// upstream (exact match). Default DefaultRoutePath; unique.
+	// The path that maps to this upstream: an exact path (`/mcp`), or a
+	// pattern with one `{tenant}` segment (`/t/{tenant}/mcp`) that gives
+	// each tenant its own MCP URL. Starts with `/`; no `?`, `#`, spaces or
+	// percent-encoding: only letters, digits and `- . _ ~ ! $ & ' ( ) * + ,
+	// ; = : @ /`, besides `{tenant}`. Request paths are matched as sent,
+	// never percent-decoded (`/m%63p` is not `/mcp`: 404). Exact routes are
+	// unique across upstreams, so with several upstreams all but one need a
+	// route. See [routes with a tenant](#routes-with-a-tenant).
 	Route string `yaml:"route"`
-	// Timeout bounds the wait for the upstream's response headers on the
-	// standalone proxy (502 when it runs out); "0s" means none. Streams
-	// that have started are not cut. Default DefaultUpstreamTimeout.
+	// Standalone proxy: bounds the wait for the upstream's response headers
+	// (502 with a JSON-RPC error when it runs out). A response that has
+	// started, such as an SSE stream, is not cut. Under Envoy the route's
+	// own timeouts apply.
+	//
+	// Default: `0s` (none).
 	Timeout string `yaml:"timeout"`
-	// Tools are the per-tool declarations, keyed by upstream tool name.
+	// The per-tool declarations, keyed by the tool's name on the upstream. A
+	// tool that is not declared gets the policy's fail-closed default; an
+	// upstream's own annotations (e.g. `readOnlyHint`) never count as a
+	// declaration.
+	//
+	// Default: none.
 	Tools map[string]policy.ToolDeclaration `yaml:"tools"`
-	// Audience is the aud of the identity assertions this upstream
-	// receives. Default: its URL (without user information), else its
-	// name.
+	// The `aud` of the identity assertions (see [`assertion`](#assertion))
+	// this upstream receives; the upstream checks that it is its own, so an
+	// assertion meant for one upstream is refused by another. No spaces or
+	// control characters.
+	//
+	// Default: the upstream's `url` without user information
+	// (`https://u:p@h/mcp` → `https://h/mcp`).
 	Audience string `yaml:"audience"`
-	// ResourceTenant are patterns saying where the tenant sits in this
-	// upstream's resource URIs, e.g. "crm://{tenant}/**" ({tenant} once;
-	// "*" one path segment, "**" any run; routes.CompileResourcePattern).
-	// A resource URI naming another tenant than the caller's is refused,
-	// list entries naming one are hidden, and resource links in results
-	// naming one are removed. Default none (tenant-like query parameters
-	// are checked in every URI all the same).
+	// Where the tenant sits in this upstream's resource URIs, e.g.
+	// `crm://{tenant}/**`: `{tenant}` exactly once (one or more characters
+	// other than `/`, `?`, `#`), `*` one path segment, `**` any run (`/**`
+	// at the end also matches nothing); lower-case scheme; no query or
+	// fragment. A `resources/read`, `resources/subscribe`/`unsubscribe` or
+	// `subscriptions/listen` `resourceSubscriptions` URI naming another
+	// tenant than the caller's is refused (JSON-RPC error,
+	// `tenant_mismatch`), a URI that cannot be parsed too
+	// (`invalid_resource_uri`); `resources/list` and
+	// `resources/templates/list` entries naming another tenant are hidden;
+	// `resource_link` and embedded `resource` items of tool results,
+	// `prompts/get` messages and `resources/read` contents naming another
+	// tenant are removed, with a warning in `_meta["io.mcpgate/warnings"]`.
+	// Tenant-like query parameters (`?tenant=`, `?org_id=`, … and
+	// `policy.tenant_arguments`) name a tenant in every URI, with or without
+	// patterns.
+	//
+	// Default: none.
 	ResourceTenant []string `yaml:"resource_tenant"`
 }
 
 // Policy selects the Rego policies.
 type Policy struct {
-	// Dirs are directories of .rego (and data .json/.yaml) files loaded in
-	// addition to nothing else; empty means the embedded default policy.
+	// Directories of `.rego` files and `.json` / `.yaml` data, loaded
+	// recursively (`*_test.rego` and names starting with `.` skipped). Each
+	// must exist and be a directory; listed once. Relative paths are
+	// relative to the configuration file.
+	//
+	// Default: none: the policy built into mcpgate.
 	Dirs []string `yaml:"dirs"`
-	// Watch reloads the policy when a file in Dirs changes (SIGHUP always
-	// reloads). Default true.
+	// Reload the policy when a file in `policy.dirs` changes. `SIGHUP`
+	// always reloads. No effect without `dirs`. A reload that fails keeps
+	// the previous policy.
 	Watch *bool `yaml:"watch"`
-	// TenantArguments are argument names, besides tenant, tenant_id,
-	// workspace_id and org_id, that would let a model choose a tenant;
-	// a tools/call carrying one is refused (compared case-insensitively).
+	// Argument names, besides `tenant`, `tenant_id`, `workspace_id` and
+	// `org_id`, that would let a model choose a tenant. A `tools/call`
+	// carrying one (compared case-insensitively) is refused with the reason
+	// `tenant_argument`: the tenant comes from the credential.
+	//
+	// Default: none.
 	TenantArguments []string `yaml:"tenant_arguments"`
-	// SecretNames are member names dropped from every tool result at any
-	// depth (case, "_", "-", "." and spaces ignored; "*" a wildcard),
-	// whatever the declarations' result_fields allow.
+	// Member names dropped from every tool result at any depth —
+	// `structuredContent`, the text blocks, `_meta` — whatever
+	// `result_fields` allow, and from the `data` of upstream JSON-RPC
+	// errors, the params of notifications and of server-to-client requests
+	// (case, `_`, `-`, `.` and spaces ignored, so `portal_password` also
+	// catches `portalPassword`; `*` is a wildcard). Applies with the catalog
+	// on; errors, notifications and server requests are shaped whenever the
+	// list is set.
+	//
+	// Default: none.
 	SecretNames []string `yaml:"secret_names"`
-	// Bundle, DecisionLogs and Shadow: policy operations (policyops.go).
-	Bundle       *PolicyBundle `yaml:"bundle" json:",omitempty"`
+	// Take the policy from an OPA bundle server instead of `dirs` (not
+	// both). Keys below.
+	//
+	// Default: none.
+	Bundle *PolicyBundle `yaml:"bundle" json:",omitempty"`
+	// Send every decision, in OPA's decision-log format (`decision_id`,
+	// `path: mcpgate/decision`, `input`, `result`, `bundles`, `timestamp`,
+	// `erased`), through OPA's decision-log plugin. A mask policy runs
+	// first: the default (`rego/mask.rego`) erases
+	// `input.message.arguments`, `argument_problems`, `uri`,
+	// `principal.credential_id` and any input member named like a token,
+	// secret, password, key or cookie. An event whose masking fails is not
+	// logged. Needs `url` or `console`.
+	//
+	// Default: none: no decision logs.
 	DecisionLogs *DecisionLogs `yaml:"decision_logs" json:",omitempty"`
-	Shadow       *ShadowPolicy `yaml:"shadow" json:",omitempty"`
+	// A candidate policy evaluated beside the live one on every decision, on
+	// a worker off the request path. The live policy alone decides; the
+	// candidate's differences are logged (decision id, method, tool, allow
+	// and reason codes; never arguments) and counted in
+	// `mcpgate_policy_shadow_differences_total{change}`. mcpgate's own rules
+	// (out-of-band approval for money and legal steps) apply to the
+	// candidate too. `dirs` or `bundle`.
+	//
+	// Default: none.
+	Shadow *ShadowPolicy `yaml:"shadow" json:",omitempty"`
 }
 
 // Limits bound what a client can send.
 type Limits struct {
-	// MaxBodyBytes is the request body limit in bytes (413 above it).
-	// Default DefaultMaxBodyBytes.
+	// Request body limit; a larger body gets 413. In bytes.
+	//
+	// Default: `4194304` (4 MiB).
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
-	// MaxJSONDepth bounds nesting of objects and arrays. Default DefaultMaxJSONDepth.
+	// Deepest nesting of objects and arrays in a JSON body (request or
+	// response).
 	MaxJSONDepth int `yaml:"max_json_depth"`
-	// MaxSSEEventBytes bounds one server-sent event. Default DefaultMaxSSEEventBytes.
+	// Largest single server-sent event in a streamed response. In bytes.
+	//
+	// Default: `16777216` (16 MiB).
 	MaxSSEEventBytes int `yaml:"max_sse_event_bytes"`
-	// ReadHeaderTimeout and ReadTimeout bound reading a client request.
-	// Defaults DefaultReadHeaderTimeout, DefaultReadTimeout.
+	// Time to read a request's headers, on both listeners. `0s`: none.
 	ReadHeaderTimeout string `yaml:"read_header_timeout"`
-	ReadTimeout       string `yaml:"read_timeout"`
+	// Time to read one request body on the proxy listener (408 when it runs
+	// out). `0s`: none. No timeout covers a whole exchange: streams are
+	// long-lived.
+	ReadTimeout string `yaml:"read_timeout"`
 }
 
 // Transport holds HTTP-level rules.
 type Transport struct {
-	// AllowedOrigins are the Origin values accepted (scheme://host[:port],
-	// e.g. "https://app.example.com"; compared exactly but for case and a
-	// trailing "/"); a request with another Origin gets 403. Requests
-	// without Origin are accepted. Default (empty): only loopback origins
-	// (http or https on localhost, 127.0.0.1, [::1], any port); a
-	// non-empty list replaces that default.
+	// The `Origin` header values accepted. Each is `scheme://host[:port]` as
+	// a browser sends it: no path, query or user, and no default port
+	// (`https://app.example.com`, not `https://app.example.com:443`).
+	// Compared ignoring case and a trailing `/`. A request with another
+	// `Origin` gets 403; a request without `Origin` is accepted. When the
+	// list is empty, `http` and `https` origins on `localhost`, `127.0.0.1`
+	// and `[::1]` (any port) are accepted; a non-empty list replaces that
+	// default. `*` and `null` are refused.
+	//
+	// Default: none: loopback origins only.
 	AllowedOrigins []string `yaml:"allowed_origins"`
-	// AllowedHosts are the Host names (without port) the standalone proxy
-	// answers; another Host gets 403 (DNS rebinding protection). Default:
-	// when the proxy listens on a loopback address, only localhost,
-	// 127.0.0.1 and ::1; otherwise any host.
+	// Host names (without port) the standalone proxy answers; a request with
+	// another `Host` gets 403 with a JSON-RPC error (DNS rebinding
+	// protection). Under Envoy, its virtual hosts do this.
+	//
+	// Default: loopback names when the proxy listens on loopback, else any.
 	AllowedHosts []string `yaml:"allowed_hosts"`
 }
 
 // Log configures log/slog output.
 type Log struct {
-	Format string `yaml:"format"` // "text" or "json"; default DefaultLogFormat
-	Level  string `yaml:"level"`  // debug, info, warn, error; default DefaultLogLevel
+	// `text` or `json`.
+	Format string `yaml:"format"`
+	// `debug`, `info`, `warn` or `error`.
+	Level string `yaml:"level"`
 }

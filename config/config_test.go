@@ -533,59 +533,6 @@ func TestUpstreamLogValue(t *testing.T) {
 	}
 }
 
-// TestReferenceCoversEveryKey checks that REFERENCE.md and the package
-// documentation mention every configuration key.
-func TestReferenceCoversEveryKey(t *testing.T) {
-	ref, err := os.ReadFile("REFERENCE.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := os.ReadFile("doc.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys := allKeys(reflect.TypeFor[Config](), "")
-	if len(keys) < 20 {
-		t.Fatalf("only %d keys found: %q", len(keys), keys)
-	}
-	for _, k := range keys {
-		if !bytes.Contains(ref, []byte("`"+k+"`")) {
-			t.Errorf("REFERENCE.md does not document `%s`", k)
-		}
-		if !bytes.Contains(doc, []byte(k)) {
-			t.Errorf("doc.go does not document %s", k)
-		}
-	}
-}
-
-// allKeys lists the key paths of a type as the reference writes them:
-// upstreams[].tools.<tool>.effect.
-func allKeys(t reflect.Type, prefix string) []string {
-	switch t.Kind() {
-	case reflect.Pointer:
-		return allKeys(t.Elem(), prefix)
-	case reflect.Slice:
-		return allKeys(t.Elem(), prefix+"[]")
-	case reflect.Map:
-		// Map keys read as <tool> under tools, <name> elsewhere
-		// (rate_limits.buckets.<name>.rate).
-		if strings.HasSuffix(prefix, ".tools") {
-			return allKeys(t.Elem(), prefix+".<tool>")
-		}
-		return allKeys(t.Elem(), prefix+".<name>")
-	case reflect.Struct:
-		var keys []string
-		for _, name := range yamlFields(t).names {
-			f := t.Field(yamlFields(t).index[name])
-			k := strings.TrimPrefix(prefix+"."+name, ".")
-			keys = append(keys, k)
-			keys = append(keys, allKeys(f.Type, k)...)
-		}
-		return keys
-	}
-	return nil
-}
-
 // TestDecoderCoversConfigTypes checks that every type reachable from
 // Config is one the schema walker decodes.
 func TestDecoderCoversConfigTypes(t *testing.T) {

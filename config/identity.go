@@ -58,24 +58,33 @@ var auditLogs = []string{AuditLogStderr, AuditLogStdout, AuditLogOff}
 // Store is the state store: gateway tokens, session bindings and audit
 // records. Exactly one of Bolt and Redis.
 type Store struct {
-	// Bolt is a bbolt file: one mcpgate instance.
+	// A bbolt (go.etcd.io/bbolt) database file, for **one**
+	// mcpgate instance (the file is locked by the process that opens it).
 	Bolt *BoltStore `yaml:"bolt"`
-	// Redis is a Redis server shared by several instances.
+	// A Redis server shared by **several** instances. Its `maxmemory-policy`
+	// must be `noeviction` (checked at start).
 	Redis *RedisStore `yaml:"redis"`
 }
 
 // BoltStore is a bbolt database file.
 type BoltStore struct {
-	// Path is the database file, created if missing. Required; its
-	// directory must exist.
+	// The database file, created if missing. Its directory must exist
+	// (mcpgate does not create directories); the path must not be a
+	// directory. Relative to the configuration file. Keep it readable by
+	// mcpgate only.
+	//
+	// Required.
 	Path string `yaml:"path"`
 }
 
 // RedisStore is a Redis server.
 type RedisStore struct {
-	// URL is redis://[user:password@]host[:port][/db], rediss:// (TLS) or
-	// unix:///path/to.sock, as go-redis's ParseURL reads it. Required. The
-	// password is never logged.
+	// `redis://[user:password@]host[:port][/db]`, `rediss://…` (TLS) or
+	// `unix:///path/to.sock`, with go-redis's query options
+	// (`?dial_timeout=3s`…). Checked as go-redis parses it. The password is
+	// never logged or shown in an error.
+	//
+	// Required.
 	URL string `yaml:"url"`
 }
 
@@ -91,12 +100,14 @@ func (r RedisStore) String() string {
 
 // Audit configures the audit trail of gateway decisions and admin actions.
 type Audit struct {
-	// Retention is how long stored audit records are kept. Default
-	// DefaultAuditRetention; at least MinAuditRetention. No effect without
-	// a store.
+	// How long stored audit records are kept; older ones are deleted hourly.
+	// At least `1h`. No effect without a store.
+	//
+	// Default: `720h` (30 days).
 	Retention string `yaml:"retention"`
-	// Log is where audit records are also written as log lines: "stderr",
-	// "stdout" or "off". Default DefaultAuditLog.
+	// Where audit records are also written, one JSON line each: `stderr`,
+	// `stdout` or `off`. Separate from `log`: its format and level do not
+	// apply.
 	Log string `yaml:"log"`
 }
 
@@ -109,13 +120,18 @@ func (a Audit) RetentionDuration() time.Duration {
 // Rights is the live rights source: what a person may do now, asked on
 // every call. Exactly one of HTTP and File.
 type Rights struct {
-	// HTTP asks the product's rights endpoint.
+	// Ask the product's rights endpoint, one request per lookup (see package
+	// `rights` for the wire contract).
 	HTTP *RightsHTTP `yaml:"http"`
-	// File reads a rights file (reread when it changes).
+	// Read a rights file, reread when it changes
+	// (`config/examples/rights.yaml` shows the format:
+	// `tenants: {<tenant>: {<subject>: {rights: [...], active: true}}}`).
 	File *RightsFile `yaml:"file"`
-	// MaxStaleness is how long an answer may be reused. Default
-	// DefaultRightsMaxStaleness (no cache: every call asks the source); at
-	// most MaxRightsMaxStaleness.
+	// How long an answer (active or not) may be reused. `0s` asks the source
+	// on every call, so a revoked right takes effect at once; a longer value
+	// trades that for fewer lookups. At most `5m`.
+	//
+	// Default: `0s`: no cache.
 	MaxStaleness string `yaml:"max_staleness"`
 }
 
@@ -131,14 +147,20 @@ func (r *Rights) MaxStalenessDuration() time.Duration {
 
 // RightsHTTP is the product's rights endpoint.
 type RightsHTTP struct {
-	// URL is the endpoint, http or https; https except on loopback hosts.
+	// The endpoint. `https`, or `http` on loopback hosts only; no
+	// `#fragment`. A password in it is never shown.
+	//
 	// Required.
 	URL string `yaml:"url"`
-	// Timeout bounds one request. Default DefaultRightsTimeout; greater
-	// than 0, at most MaxRightsTimeout.
+	// Bound on one request; a source that does not answer in time fails the
+	// call closed. Greater than 0, at most `30s`.
 	Timeout string `yaml:"timeout"`
-	// Headers are sent with every request, e.g. Authorization for the
-	// product. Their values are never logged.
+	// Headers sent with every request, e.g. `Authorization: Bearer …` for
+	// the product. Names are HTTP header names, unique ignoring case; values
+	// non-empty, without line breaks. **Values are never logged or shown in
+	// an error**; keep the file readable by mcpgate only.
+	//
+	// Default: none.
 	Headers map[string]string `yaml:"headers"`
 }
 
@@ -177,22 +199,29 @@ func (r RightsHTTP) redactedHeaders() map[string]string {
 
 // RightsFile is a rights file (see package rights for its format).
 type RightsFile struct {
-	// Path is the file. Required; it must exist.
+	// The rights file; it must exist. Relative to the configuration file.
+	//
+	// Required.
 	Path string `yaml:"path"`
 }
 
 // Assertion configures the signed identity assertions mcpgate sends
 // upstreams (who is calling, for which tenant, with which rights).
 type Assertion struct {
-	// KeysFile is the private JWK Set that signs (mcpgate keys generate).
-	// "": a key made for this process only (one instance; logged as a
-	// warning).
+	// The private JWK Set that signs (`mcpgate keys generate`); reread on
+	// `SIGHUP`, so keys can be rotated. It must exist. Relative to the
+	// configuration file. Without it mcpgate makes a key for this process
+	// only and logs a warning: fine for one instance, wrong for replicas
+	// (they would not share a key) or for upstreams that cache the JWKS
+	// across restarts. Keep the file readable by mcpgate only.
+	//
+	// Default: none: a key made at start.
 	KeysFile string `yaml:"keys_file"`
-	// Issuer is the iss of the assertions. Default auth.resource_base_url
-	// when set, else DefaultAssertionIssuer.
+	// The assertions' `iss`. No spaces or control characters.
+	//
+	// Default: `auth.resource_base_url` when set, else `mcpgate`.
 	Issuer string `yaml:"issuer"`
-	// TTL is the lifetime of one assertion. Default DefaultAssertionTTL;
-	// from MinAssertionTTL to MaxAssertionTTL.
+	// Lifetime of one assertion. From `10s` to `10m`.
 	TTL string `yaml:"ttl"`
 }
 
@@ -206,33 +235,47 @@ func (a Assertion) TTLDuration() time.Duration {
 // authenticate with a static token or with an OIDC access token from one
 // of auth.issuers whose aud is Audience.
 type AdminAPI struct {
-	// Audience is the aud admin OIDC tokens must carry (verified with
-	// auth.issuers). Required when auth.issuers is not empty; it must
-	// differ from every route's resource URI.
+	// The `aud` admin OIDC tokens must carry, e.g.
+	// `https://mcp.example.com/admin`. It must differ from every route's
+	// resource URI (every tenant's, on a route with `{tenant}`), so an MCP
+	// access token never passes as an admin token. Refused without
+	// `auth.issuers` (nothing would verify such tokens).
+	//
+	// Required when `auth.issuers` is not empty.
 	Audience string `yaml:"audience"`
-	// PlatformAdminRole is the role (in an OIDC token) of a platform admin.
-	// Default DefaultPlatformAdminRole.
+	// The role, in an OIDC token, of a platform admin (every tenant).
 	PlatformAdminRole string `yaml:"platform_admin_role"`
-	// TenantAdminRole is the role (in an OIDC token) of an admin of the
-	// token's tenant. Default DefaultTenantAdminRole.
+	// The role, in an OIDC token, of an admin of the token's tenant. Must
+	// differ from `platform_admin_role`.
 	TenantAdminRole string `yaml:"tenant_admin_role"`
-	// StaticTokens are bearer tokens known by their SHA-256, for
-	// automation and for deployments without an OIDC provider.
+	// Static admin tokens, for automation and for deployments without an
+	// OpenID provider.
+	//
+	// Default: none.
 	StaticTokens []StaticToken `yaml:"static_tokens"`
 }
 
 // StaticToken is one static admin token.
 type StaticToken struct {
-	// Name identifies the token in the audit trail ([a-z0-9_-], 1–63
-	// characters). Required, unique.
+	// Names the token in the audit trail. 1–63 characters of `a-z`, `0-9`,
+	// `_`, `-`; unique.
+	//
+	// Required.
 	Name string `yaml:"name"`
-	// SHA256 is the SHA-256 of the token's secret as 64 hex digits (never
-	// the secret itself). Required, unique.
+	// The SHA-256 of the token's secret, **never the secret itself**:
+	// `SECRET=$(openssl rand -base64 32); printf %s "$SECRET" | sha256sum`.
+	// Upper or lower case; unique (each token its own secret); not the hash
+	// of the empty string. The value is never shown in an error (it might be
+	// a secret pasted by mistake).
+	//
+	// Required.
 	SHA256 string `yaml:"sha256"`
-	// Role is RolePlatformAdmin or RoleTenantAdmin. Required.
+	// `platform_admin` (every tenant) or `tenant_admin` (one tenant).
+	//
+	// Required.
 	Role string `yaml:"role"`
-	// Tenant is the tenant a tenant admin administers: required for
-	// RoleTenantAdmin, refused for RolePlatformAdmin.
+	// The tenant a `tenant_admin` administers: required for `tenant_admin`,
+	// refused for `platform_admin`.
 	Tenant string `yaml:"tenant"`
 }
 

@@ -16,57 +16,107 @@ import (
 // signature verified when a public key is given, status reported by OPA's
 // status plugin.
 type PolicyBundle struct {
-	// URL is the bundle's full http(s) URL.
+	// The bundle's full URL (a `.tar.gz` built by `opa build`), polled by
+	// OPA's bundle plugin through OPA's plugin manager with `If-None-Match`:
+	// a `304` keeps the active bundle. A new bundle is compiled with the
+	// declarations and swapped in atomically; one that fails to download,
+	// verify, parse or compile keeps the previous policy
+	// (`mcpgate_policy_reloads_total{result="failure"}`, logged). Until the
+	// first bundle is active every message is denied (`policy_not_loaded`)
+	// and `/readyz` answers 503.
+	//
+	// Required.
 	URL string `yaml:"url"`
-	// MinDelay and MaxDelay bound the wait between polls (Go durations,
-	// whole seconds, at least 1s; "" means OPA's 60s and 120s).
+	// Shortest wait between polls; whole seconds, 1s–24h.
+	//
+	// Default: `60s` (OPA's).
 	MinDelay string `yaml:"min_delay"`
+	// Longest wait between polls; not below `min_delay`.
+	//
+	// Default: `120s` (OPA's).
 	MaxDelay string `yaml:"max_delay"`
-	// BearerTokenFile holds a token sent as "Authorization: Bearer" to
-	// the bundle (and status) server.
+	// A token sent as `Authorization: Bearer` to the bundle (and status)
+	// server.
+	//
+	// Default: none.
 	BearerTokenFile string `yaml:"bearer_token_file"`
-	// PublicKeyFile is a PEM public key (or HMAC secret) that bundle
-	// signatures must verify against; "" accepts unsigned bundles.
+	// PEM public key (or HMAC secret) the bundle's `.signatures.json` must
+	// verify against (OPA bundle signing); an unsigned bundle or a bad
+	// signature or file digest is refused. Recommended.
+	//
+	// Default: none: unsigned bundles accepted.
 	PublicKeyFile string `yaml:"public_key_file"`
-	// KeyID is the signature's keyid (default "mcpgate"); Algorithm its
-	// JWS algorithm (default RS256); Scope, if set, must match.
-	KeyID     string `yaml:"key_id"`
+	// The signature's `keyid`. Needs `public_key_file`.
+	//
+	// Default: `mcpgate`.
+	KeyID string `yaml:"key_id"`
+	// JWS algorithm of the signature (`RS*`, `PS*`, `ES*`, `HS*`
+	// 256/384/512). Needs `public_key_file`.
+	//
+	// Default: `RS256`.
 	Algorithm string `yaml:"algorithm"`
-	Scope     string `yaml:"scope"`
-	// StatusURL is a service OPA's status plugin reports to
-	// (POST …/status); "" writes status to the log.
+	// If set, the signature's `scope` claim must equal it. Needs
+	// `public_key_file`.
+	//
+	// Default: none.
+	Scope string `yaml:"scope"`
+	// A service OPA's status plugin reports bundle status to (`POST
+	// <status_url>/status`, OPA's status format).
+	//
+	// Default: none: status is logged.
 	StatusURL string `yaml:"status_url"`
 }
 
 // DecisionLogs sends every policy decision to OPA's decision-log plugin,
 // masked (policy.decision_logs).
 type DecisionLogs struct {
-	// URL is the http(s) endpoint batches are POSTed to.
+	// Where gzipped batches of events are POSTed (OPA's logs service API).
+	//
+	// Default: none.
 	URL string `yaml:"url"`
-	// BearerTokenFile holds a token sent as "Authorization: Bearer" to URL.
+	// A token sent as `Authorization: Bearer` to `url`.
+	//
+	// Default: none.
 	BearerTokenFile string `yaml:"bearer_token_file"`
-	// Console writes each masked event to mcpgate's log.
+	// Also write each masked event to mcpgate's log.
 	Console bool `yaml:"console"`
-	// MinDelay and MaxDelay bound the wait between uploads ("" means
-	// OPA's 300s and 600s).
+	// Shortest wait between uploads; 1s–24h.
+	//
+	// Default: `300s` (OPA's).
 	MinDelay string `yaml:"min_delay"`
+	// Longest wait between uploads.
+	//
+	// Default: `600s` (OPA's).
 	MaxDelay string `yaml:"max_delay"`
-	// MaskPolicyFile replaces the default mask policy (rego/mask.rego).
+	// A Rego file replacing the default mask policy: `package system.log`, a
+	// set rule `mask` of JSON pointers (OPA's mask format). Checked at start
+	// and by `mcpgate validate`.
+	//
+	// Default: none: rego/mask.rego.
 	MaskPolicyFile string `yaml:"mask_policy_file"`
-	// QueueSize bounds decisions waiting to be logged (default
-	// policy.DefaultDecisionLogQueue); beyond it they are dropped and
-	// counted.
+	// Decisions waiting to be logged (off the request path); beyond it new
+	// ones are dropped and counted in `mcpgate_decision_logs_dropped_total`.
+	//
+	// Default: `10000`.
 	QueueSize int `yaml:"queue_size"`
 }
 
 // ShadowPolicy is a candidate policy evaluated beside the live one
 // (policy.shadow).
 type ShadowPolicy struct {
-	// Dirs are the candidate's policy directories; or Bundle.
-	Dirs   []string      `yaml:"dirs"`
+	// The candidate's policy directories (like `policy.dirs`); reloaded with
+	// the live policy (SIGHUP, file changes).
+	//
+	// Default: none.
+	Dirs []string `yaml:"dirs"`
+	// The candidate from an OPA bundle: keys as `policy.bundle`.
+	//
+	// Default: none.
 	Bundle *PolicyBundle `yaml:"bundle" json:",omitempty"`
-	// QueueSize bounds decisions waiting for the shadow (default
-	// policy.DefaultShadowQueue).
+	// Decisions waiting for the candidate; beyond it they are not shadowed
+	// and are counted in `mcpgate_policy_shadow_dropped_total`.
+	//
+	// Default: `1024`.
 	QueueSize int `yaml:"queue_size"`
 }
 

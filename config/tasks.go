@@ -25,14 +25,14 @@ const (
 // without task, and the upstream's tasks capability is hidden from
 // clients.
 type Tasks struct {
-	// Enabled turns tasks on (default false). It needs a store section:
-	// each task id is bound there to the principal that started it and
-	// to its tool.
+	// Turn tasks on. **Requires a [`store`](#store).**
 	Enabled bool `yaml:"enabled"`
-	// MaxTTL bounds the life of a task binding (Go duration; "" means
-	// DefaultTaskMaxTTL; from 1s to MaxTaskMaxTTL). A binding lives for the
-	// task's ttl when the upstream gives one, at most MaxTTL; once it
-	// expires, the task is "not found" through mcpgate.
+	// How long a task binding lives at most: the task's own `ttl` when
+	// shorter; this bound when the task's `ttl` is longer, `null`
+	// (unlimited) or missing. After it, the task is "not found" through
+	// mcpgate. From `1s` to `168h`.
+	//
+	// Default: `1h`.
 	MaxTTL string `yaml:"max_ttl"`
 }
 
@@ -50,9 +50,12 @@ func (t Tasks) MaxTTLDuration() time.Duration { return durationOr(t.MaxTTL, Defa
 // extension changes what messages mean, and a gateway that does not
 // understand them cannot enforce policy on them.
 type Extensions struct {
-	// Allow lists the extension identifiers (capabilities.extensions keys,
-	// e.g. "io.modelcontextprotocol/ui") and experimental capability names
-	// that pass unchanged. Default none. TasksExtension cannot be listed.
+	// Extension identifiers (`capabilities.extensions` keys such as
+	// `io.modelcontextprotocol/ui`) and `experimental` capability names that
+	// pass unchanged. `io.modelcontextprotocol/tasks` cannot be listed (see
+	// [`tasks`](#tasks)).
+	//
+	// Default: `[]`.
 	Allow []string `yaml:"allow"`
 }
 

@@ -28,26 +28,31 @@ const (
 // tokens, the policy input and logs.
 var toolsetNamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 
-// Toolset is a named set of tools a connection can be bound to (seed 002:
-// "a core set of about 20 tools with short descriptions for small and
-// local models, a standard set, a full set"). A gateway token carries its
+// Toolset is a named set of tools a connection can be bound to, e.g. a
+// core set of about 20 tools with short descriptions for small and local
+// models, a standard set and the full set. A gateway token carries its
 // toolset (mcpgate tokens create --toolset); an OAuth client gets one from
 // auth.issuers[].client_toolsets. tools/list then shows only the toolset's
 // tools the caller may use, on one page in the catalog's order, and a
 // call to another tool is refused (tool_not_in_toolset).
 type Toolset struct {
-	// Tools are the toolset's tools: a tool's name, or with several
-	// upstreams "<upstream>/<tool>". Each must be declared in
-	// upstreams[].tools (with the catalog off, an undeclared name is only
-	// a warning: a permissive policy may serve it). Required.
+	// The toolset's tools: the tool's name with one upstream,
+	// `<upstream>/<tool>` with several. Each must be declared in
+	// `upstreams[].tools` (with `catalog.disabled`, an undeclared name is
+	// logged as a warning at start).
+	//
+	// Required.
 	Tools []string `yaml:"tools"`
-	// DescriptionChars shortens the descriptions tools/list shows for
-	// small models: the first sentence, cut at a word to at most this many
-	// characters. 0 (default): the upstream's description.
+	// Short descriptions for small models: `tools/list` shows the first
+	// sentence, cut at a word to at most this many characters (`…` marks a
+	// cut). 20 to 2000.
+	//
+	// Default: `0`: the upstream's description.
 	DescriptionChars int `yaml:"description_chars"`
-	// Descriptions are declared short descriptions, tool (named as in
-	// Tools) → text; they replace the upstream's description for this
-	// toolset. Default none.
+	// Declared short descriptions (at most 1000 characters), replacing the
+	// upstream's description for this toolset; tools named as in `tools`.
+	//
+	// Default: none.
 	Descriptions map[string]string `yaml:"descriptions"`
 }
 

@@ -34,23 +34,29 @@ const (
 // Off by default. Spans carry the MCP method, tool name, decision and
 // upstream, never arguments, results or credentials.
 type Tracing struct {
-	// Enabled turns tracing on (default false).
+	// Turn tracing on.
 	Enabled bool `yaml:"enabled"`
-	// Endpoint is the collector's URL: for http/protobuf the full URL
-	// spans are POSTed to (a URL without a path gets /v1/traces); for
-	// grpc the collector's address as a URL, http:// for plaintext and
-	// https:// for TLS. "" means DefaultTracingHTTPEndpoint or
-	// DefaultTracingGRPCEndpoint.
+	// The collector. For `http/protobuf` the URL spans are POSTed to (a URL
+	// without a path gets `/v1/traces`); for `grpc` its address as
+	// `http://host:port` (plaintext) or `https://host:port` (TLS). No
+	// credentials, query or fragment.
+	//
+	// Default: `http://127.0.0.1:4318/v1/traces` (`http://127.0.0.1:4317`
+	// for `grpc`).
 	Endpoint string `yaml:"endpoint"`
-	// Protocol is TracingProtocolHTTP (default) or TracingProtocolGRPC.
+	// OTLP transport: `http/protobuf` or `grpc`.
+	//
+	// Default: `http/protobuf`.
 	Protocol string `yaml:"protocol"`
-	// SampleRatio is the fraction of new traces recorded, a decimal
-	// number from 0 to 1 written as a string ("0.1"); "" means
-	// DefaultTracingSampleRatio. A request that arrives with a
-	// traceparent follows its caller's sampled flag instead.
+	// Fraction of new traces recorded, from `"0"` to `"1"` (quoted). A
+	// request whose `traceparent` says sampled or not is recorded as its
+	// caller decided.
+	//
+	// Default: `"1"`.
 	SampleRatio string `yaml:"sample_ratio"`
-	// ServiceName is the service.name of the spans; "" means
-	// DefaultTracingServiceName.
+	// The `service.name` of the spans.
+	//
+	// Default: `mcpgate`.
 	ServiceName string `yaml:"service_name"`
 }
 

@@ -20,27 +20,33 @@ const (
 )
 
 // WriteSafety configures replay protection of silent writes and two-step
-// confirmation of notify, wake, alerting and delete tools (seed 002). The
+// confirmation of notify, wake, alerting and delete tools. The
 // policy decides which applies to a call (decision replay / confirm);
 // these are the mechanics' settings. Write safety needs the store section
 // (pending actions and the replay window live there): without a store,
 // calls the policy marks for either are refused.
 type WriteSafety struct {
-	// ReplayWindow is how long the result of a silent write answers an
-	// identical repeat (same connection, tool and canonical arguments)
-	// instead of running it again. Default DefaultReplayWindow, at most
-	// MaxReplayWindow.
+	// How long the result of a silent write answers an identical repeat
+	// (same connection, tool and RFC 8785 canonical arguments; an
+	// `idempotency_key` argument the tool declares names the write instead)
+	// with `replayed: true`, running nothing. From `1s` to `24h`.
 	ReplayWindow string `yaml:"replay_window"`
-	// ConfirmTTL is how long a preview's confirm_token stays valid.
-	// Default DefaultConfirmTTL, at most MaxConfirmTTL.
+	// How long a preview's `confirm_token` stays valid. From `10s` to `24h`.
 	ConfirmTTL string `yaml:"confirm_ttl"`
-	// WaitInFlight is how long a repeat arriving while the first call
-	// still runs waits for its result before it is answered "in
-	// progress". Default DefaultWaitInFlight, at most MaxWaitInFlight
-	// (keep it below Envoy's message timeout in ext_proc mode).
+	// How long a repeat arriving while the first call still runs waits for
+	// its result before it is answered `in_progress`. At most `25s`; keep it
+	// below Envoy's message timeout in ext_proc mode.
 	WaitInFlight string `yaml:"wait_in_flight"`
-	// SealingKeysFile is the keys file that seals the requestState of
-	// approvals asked through input_required (config/sealing.go).
+	// The AES-256-GCM keys (a JSON set of `oct` JWKs, `mcpgate sealing-keys
+	// generate`) that seal the `requestState` of approvals asked through
+	// `input_required` (a 2026-07-28 client that declares form elicitation
+	// approves in the client without a `confirm_token`). Share the file
+	// between replicas; its first key seals, every key opens; rotate with
+	// `mcpgate sealing-keys rotate --stage`, `promote`, then `remove` the
+	// old key after `confirm_ttl`; SIGHUP rereads it. Relative to the
+	// configuration file.
+	//
+	// Default: none: a key made for this process only (a warning at start).
 	SealingKeysFile string `yaml:"sealing_keys_file"`
 }
 
@@ -76,8 +82,7 @@ const (
 	RateBackendRedis  = "redis"  // shared by replicas (store.redis)
 )
 
-// Defaults of the rate_limits section (seed 002, "limits per effect
-// class": two concurrent calls per token with a slot kept for writes, the
+// Defaults of the rate_limits section: two concurrent calls per token with a slot kept for writes, the
 // third identical failing call stopped).
 const (
 	DefaultConcurrency       = 2
@@ -87,46 +92,52 @@ const (
 	MaxToolDeadline          = "10m"
 )
 
-// RateLimits configures the limits per effect class (issue 6 item 4).
+// RateLimits configures the limits per effect class.
 type RateLimits struct {
-	// Disabled turns every limit off (not recommended: seed 002 says
-	// limits are not optional).
+	// Turn every limit off (not recommended).
 	Disabled bool `yaml:"disabled"`
-	// Backend keeps the buckets in memory per instance (RateBackendMemory)
-	// or in Redis, shared by the replicas (RateBackendRedis; needs
-	// store.redis). Default: redis when store.redis is set, else memory.
+	// Where buckets live: `memory` (per instance) or `redis` (in Redis,
+	// shared by the replicas; GCRA). Never behind an fsync.
+	//
+	// Default: `redis` with `store.redis`, else `memory`.
 	Backend string `yaml:"backend"`
-	// Buckets maps a bucket name (the policy's decision names them) to
-	// its rate. Each bucket is kept per credential (connection) and per
-	// tenant; notify is kept per object too (the tool's notify_object
-	// argument) and wake per tenant only. Defaults DefaultBuckets for
-	// names not given.
+	// Bucket name → rate. Names the policy uses must be configured; unnamed
+	// defaults stay.
+	//
+	// Default: the five below.
 	Buckets map[string]Bucket `yaml:"buckets"`
-	// Concurrency is how many calls one credential may have in flight.
-	// Default DefaultConcurrency.
+	// Calls one credential may have in flight.
 	Concurrency int `yaml:"concurrency"`
-	// ReservedForWrites of those slots only writes may use. Default
-	// DefaultReservedForWrites; less than Concurrency.
+	// Of those slots, how many only writes may use (reads cannot starve a
+	// write). Less than `concurrency`.
 	ReservedForWrites int `yaml:"reserved_for_writes"`
-	// LoopBrake: the LoopBrake-th identical failing call in a row (same
-	// connection, tool and arguments) is answered "stop and ask the user"
-	// instead of being run. Default DefaultLoopBrake; at least 2.
+	// The n-th identical failing call in a row (same connection, tool,
+	// arguments) is answered "stop and ask the user" instead of being run.
+	// At least 2.
 	LoopBrake int `yaml:"loop_brake"`
-	// ReadsWhenUnavailable lets reads through, unlimited, while the
-	// bucket backend (Redis) cannot be reached; writes are refused then
-	// whatever this says. Default false: every call is refused (fail
-	// closed).
+	// While the bucket backend (Redis) cannot be reached, let reads through
+	// unlimited instead of refusing them. Writes and confirmations are
+	// refused then either way (their state lives in the same store).
 	ReadsWhenUnavailable bool `yaml:"reads_when_unavailable"`
-	// DefaultDeadline bounds one tools/call upstream when the tool
-	// declares no deadline_ms. Default DefaultToolDeadline.
+	// How long one `tools/call` may take upstream when its tool declares no
+	// `deadline_ms`. From `1s` to `10m`.
 	DefaultDeadline string `yaml:"default_deadline"`
 }
 
 // Bucket is one rate: Rate events per Per, with bursts up to Burst.
 type Bucket struct {
-	Rate  int    `yaml:"rate"`
-	Per   string `yaml:"per"`
-	Burst int    `yaml:"burst"`
+	// Events per `per`. At least 1.
+	//
+	// Default: reads 600, expensive_reads 60, writes 60, notify 10, wake 6.
+	Rate int `yaml:"rate"`
+	// The period of `rate`. From `1s` to `24h`.
+	//
+	// Default: `1m` (notify, wake: `1h`).
+	Per string `yaml:"per"`
+	// Calls allowed at once before the rate applies. At least 1.
+	//
+	// Default: reads 60, expensive_reads 10, writes 10, notify 3, wake 2.
+	Burst int `yaml:"burst"`
 }
 
 // PerDuration is Per as a duration (one minute on a value that does not

@@ -251,42 +251,62 @@ var Effects = []string{EffectRead, EffectSilentWrite, EffectNotify, EffectWake, 
 // as policy data (data.mcpgate.upstreams[<upstream>].tools[<tool>]).
 // Schema: declarations.schema.json.
 type ToolDeclaration struct {
-	// Effect is the effect class: read, silent_write, notify, wake,
-	// alerting or delete.
+	// What calling the tool does to the world: `read` (only reads),
+	// `silent_write` (changes data, nobody is told), `notify` (messages a
+	// person), `wake` (interrupts a person now: page, call), `alerting`
+	// (changes what alerts fire), `delete` (removes or cancels). Silent
+	// writes get replay protection; `notify`, `wake`, `alerting` and
+	// `delete` need a person's confirmation.
+	//
+	// Required.
 	Effect string `json:"effect" yaml:"effect"`
-	// Rights are the rights a caller needs, all of them.
+	// The rights a caller needs, all of them. Non-empty, unique.
+	//
+	// Default: none.
 	Rights []string `json:"rights,omitempty" yaml:"rights,omitempty"`
-	// UntrustedText are JSON paths in the tool's results that carry
-	// third-party text (e.g. "notes", "items[*].comment").
+	// Where the tool's results carry third-party text: each string there is
+	// wrapped as `{"untrusted_text": …, "notice": …}`, cleaned of control,
+	// zero-width, bidi and tag characters and cut to 2000 bytes, in
+	// `structuredContent` and the text block alike.
+	//
+	// Default: none.
 	UntrustedText []string `json:"untrusted_text,omitempty" yaml:"untrusted_text,omitempty"`
-	// ResultFields are the result fields an agent may see (an allowlist of
-	// JSON paths); empty means not yet minimised.
+	// The only result fields an agent sees; every other member of the tool's
+	// results is dropped (in `structuredContent` and the mirroring text
+	// block).
+	//
+	// Default: none (not yet minimised).
 	ResultFields []string `json:"result_fields,omitempty" yaml:"result_fields,omitempty"`
-	// Hidden withdraws a declared tool: the default policy leaves it out of
-	// tools/list and refuses calls to it (reason code tool_hidden), e.g.
-	// during an incident or before a rollout. Default false.
+	// Withdraw the tool: left out of `tools/list`, calls refused (reason
+	// `tool_hidden`), e.g. during an incident.
+	//
+	// Default: `false`.
 	Hidden bool `json:"hidden,omitempty" yaml:"hidden,omitempty"`
-	// Expensive marks a read whose calls cost the upstream much (a report,
-	// a full export): the default policy takes them from the rate bucket
-	// BucketExpensiveReads instead of BucketReads. Default false.
+	// A read that costs the upstream much (a report, an export): the default
+	// policy takes its calls from the rate bucket `expensive_reads` instead
+	// of `reads`.
+	//
+	// Default: `false`.
 	Expensive bool `json:"expensive,omitempty" yaml:"expensive,omitempty"`
-	// MovesMoney marks a tool whose call moves money (a refund, a
-	// payout). Such a call is confirmed out of band only (seed 002:
-	// "steps that move money or are legally binding always use the
-	// product UI"): whatever the policy answers, the engine sets Confirm
-	// and Approval ApprovalOutOfBand. Default false.
+	// The call moves money: a person confirms it on the approval page
+	// (`confirm`, `approval: out_of_band`), whatever the policy answers.
+	//
+	// Default: `false`.
 	MovesMoney bool `json:"moves_money,omitempty" yaml:"moves_money,omitempty"`
-	// LegallyBinding marks a tool whose call is legally binding (signs,
-	// accepts terms); treated like MovesMoney. Default false.
+	// The call is legally binding; treated like `moves_money`.
+	//
+	// Default: `false`.
 	LegallyBinding bool `json:"legally_binding,omitempty" yaml:"legally_binding,omitempty"`
-	// NotifyObject names the top-level argument that holds the object a
-	// notify tool's message goes to (e.g. "booking_id"): notify rate limits
-	// count per value of that argument (seed 002: "notify limited per
-	// object"). "" limits per credential and tenant only.
+	// For a notify tool: the top-level argument naming the object the
+	// message goes to (e.g. `booking_id`); notify limits count per value of
+	// it. Letters, digits, `_`, `-`, `@`.
+	//
+	// Default: none.
 	NotifyObject string `json:"notify_object,omitempty" yaml:"notify_object,omitempty"`
-	// DeadlineMS bounds one call of the tool, in milliseconds, from the
-	// gateway's receipt to the upstream's complete answer; 0 means the
-	// gateway's default deadline.
+	// Bound on one call of the tool, from the gateway's receipt to the
+	// upstream's complete answer. 0–3600000. In milliseconds.
+	//
+	// Default: `0` (the gateway's default).
 	DeadlineMS int `json:"deadline_ms,omitempty" yaml:"deadline_ms,omitempty"`
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,60 +10,6 @@ import (
 
 	"github.com/mcpgate/mcpgate/assertion"
 )
-
-const keysUsage = `mcpgate keys — the key file that signs identity assertions for upstreams
-
-The key file is a private JWK Set shared by every gateway replica (mount it
-from a Secret). Its first key signs; every key is published at
-/.well-known/jwks.json, where upstreams fetch them.
-
-Usage:
-  mcpgate keys generate [--alg EdDSA|ES256] [--out FILE]
-        a new key file with one fresh key; to FILE (mode 0600, never
-        overwritten) or stdout
-  mcpgate keys rotate --in FILE [--alg EdDSA|ES256] [--stage]
-        add a fresh key first: it signs from the next reload on; older keys
-        stay published so assertions they signed keep verifying.
-        --stage adds it last instead (published, not signing); promote it
-        once every replica has reloaded and upstream JWKS caches have
-        refreshed (10 minutes with the defaults). Use --stage when several
-        replicas reload the file at different times.
-  mcpgate keys promote --in FILE --kid KID
-        make the key KID the signing key
-  mcpgate keys remove --in FILE --kid KID
-        drop an old key; do it only after the assertion lifetime plus the
-        upstreams' JWKS cache time have passed since it stopped signing
-        (30 minutes is safe with the defaults)
-  mcpgate keys public --in FILE
-        print the public JWKS (for upstreams configured with static keys)
-
-rotate, promote and remove rewrite FILE in place (atomically, mode 0600); run
-them on a working copy and update the Secret from it.
-`
-
-func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, keysUsage)
-		return errUsage
-	}
-	switch args[0] {
-	case "generate":
-		return keysGenerate(args[1:], stdout, stderr)
-	case "rotate":
-		return keysRotate(args[1:], stdout, stderr)
-	case "promote":
-		return keysPromote(args[1:], stdout, stderr)
-	case "remove":
-		return keysRemove(args[1:], stdout, stderr)
-	case "public":
-		return keysPublic(args[1:], stdout, stderr)
-	case "help", "--help", "-h":
-		fmt.Fprint(stdout, keysUsage)
-		return nil
-	}
-	fmt.Fprintf(stderr, "unknown keys command %q\n\n%s", args[0], keysUsage)
-	return errUsage
-}
 
 func keysGenerate(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("keys generate", stderr)

@@ -12,50 +12,6 @@ import (
 	"github.com/mcpgate/mcpgate/internal/admin"
 )
 
-const killSwitchUsage = `mcpgate killswitch — stop MCP traffic in an incident
-
-While a switch is on, every new MCP request it covers is refused with 503,
-Retry-After and a JSON-RPC error that shows the reason; streams already
-running end with an error event; nothing reaches the MCP servers. The
-global switch covers every tenant; a tenant's switch covers that tenant's
-credentials. On Redis, every replica applies a change within a second.
-
-Usage:
-  mcpgate killswitch on [--tenant T] --reason R
-        turn a switch on (the reason is required and shown to clients)
-  mcpgate killswitch off [--tenant T] [--reason R]
-        turn it off again
-  mcpgate killswitch status
-        the switches you may see
-
-Without --tenant the verbs act on the global switch (platform admins
-only); a tenant admin gives their own tenant.
-
-Every verb takes:
-  --admin URL   the admin listener (default $MCPGATE_ADMIN_URL, else ` + defaultAdminURL + `)
-  --token T     an OIDC access token for the admin API or an admin token
-                (default $MCPGATE_ADMIN_TOKEN; prefer the variable: flags show in ps)
-  --json        print the API's JSON answer instead of text
-`
-
-func cmdKillSwitch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, killSwitchUsage)
-		return errUsage
-	}
-	switch args[0] {
-	case "on", "off":
-		return killSwitchSet(ctx, args[0] == "on", args[1:], stdout, stderr)
-	case "status":
-		return killSwitchStatus(ctx, args[1:], stdout, stderr)
-	case "help", "--help", "-h":
-		fmt.Fprint(stdout, killSwitchUsage)
-		return nil
-	}
-	fmt.Fprintf(stderr, "unknown killswitch command %q\n\n%s", args[0], killSwitchUsage)
-	return errUsage
-}
-
 func killSwitchSet(ctx context.Context, on bool, args []string, stdout, stderr io.Writer) error {
 	verb := map[bool]string{true: "on", false: "off"}[on]
 	fs := newFlagSet("killswitch "+verb, stderr)

@@ -22,26 +22,6 @@ import (
 	"github.com/mcpgate/mcpgate/internal/lint"
 )
 
-const manifestLintUsage = `mcpgate manifest lint — check an upstream's tool definitions
-
-Usage:
-  mcpgate manifest lint [flags] FILE          a saved tools/list answer ("-": stdin): the result
-                                              object, a JSON-RPC response wrapping it, or an array
-  mcpgate manifest lint [flags] --url URL     list a live upstream, every page
-
-Flags:
-  --json                    print the report as JSON
-  --fail-on error|warning   exit 1 when a finding is at or above this severity (default error)
-  --max-description N       bound on a description, in characters (default 1024)
-  --url URL                 the upstream's MCP endpoint
-  --header 'Name: value'    add a header to every request to --url (repeatable), e.g. an
-                            identity assertion or an Authorization for a test server
-  --timeout D               bound on listing a live upstream (default 30s)
-
-Exit status: 0 when no finding is at or above --fail-on, 1 when one is or the
-list cannot be read, 2 for usage errors. The rules: internal/lint/RULES.md.
-`
-
 const (
 	// maxDumpBytes bounds a dump read from a file or stdin.
 	maxDumpBytes = 64 << 20
@@ -61,7 +41,6 @@ var lintStdin io.Reader = os.Stdin
 // cmdManifestLint runs `mcpgate manifest lint`; args follow "lint".
 func cmdManifestLint(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("manifest lint", stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, manifestLintUsage) }
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	failOn := fs.String("fail-on", lint.SeverityError, "exit 1 at or above this `severity` (error or warning)")
 	maxDesc := fs.Int("max-description", lint.DefaultMaxDescription, "bound on a description, in `characters`")
@@ -110,7 +89,8 @@ func cmdManifestLint(ctx context.Context, args []string, stdout, stderr io.Write
 		for _, p := range problems {
 			fmt.Fprintln(stderr, "manifest lint:", p)
 		}
-		fmt.Fprint(stderr, "\n", manifestLintUsage)
+		fmt.Fprintln(stderr)
+		fs.Usage()
 		return errUsage
 	}
 

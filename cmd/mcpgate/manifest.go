@@ -17,49 +17,6 @@ import (
 	"github.com/mcpgate/mcpgate/internal/catalog"
 )
 
-const manifestUsage = `mcpgate manifest — the pinned tool manifest (rug-pull protection)
-
-The manifest (JSON, catalog.manifest in the configuration) pins the
-definition hash of every tool of every upstream. The gateway hides and
-refuses a tool whose definition differs from its pin, and (catalog.unpinned:
-refuse) a tool with no pin, until it is pinned again. Review the output (and
-the file's diff) before deploying it.
-
-Usage:
-  mcpgate manifest pin --config FILE [--out FILE] [--upstream NAME]... [--timeout 30s]
-        list the tools of every upstream of the configuration (or only
-        the named ones: the other upstreams' pins stay as they are) the way
-        the gateway does, with mcpgate's own identity assertion; print what
-        changed against the manifest file (tools added, changed with the old
-        and new title and description, removed); approve every listed tool
-        as it is now and write the file (atomically; not rewritten when
-        nothing changed). --out defaults to catalog.manifest. Exits 1,
-        writing nothing, when an upstream cannot be listed.
-  mcpgate manifest lint [--json] [--fail-on error|warning] (FILE | --url URL [--header 'Name: value']...)
-        check a saved tools/list answer (FILE, "-" for stdin) or a live
-        upstream against the tool-design rules (internal/lint/RULES.md);
-        exits 1 when a finding reaches --fail-on (default error).
-`
-
-// cmdManifest runs `mcpgate manifest SUBCOMMAND`.
-func cmdManifest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, manifestUsage)
-		return errUsage
-	}
-	switch args[0] {
-	case "pin":
-		return manifestPin(ctx, args[1:], stdout, stderr)
-	case "lint":
-		return cmdManifestLint(ctx, args[1:], stdout, stderr)
-	case "help", "--help", "-h":
-		fmt.Fprint(stdout, manifestUsage)
-		return nil
-	}
-	fmt.Fprintf(stderr, "unknown manifest command %q\n\n%s", args[0], manifestUsage)
-	return errUsage
-}
-
 // pinNamesFlag is a repeatable string flag.
 type pinNamesFlag []string
 

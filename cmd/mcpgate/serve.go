@@ -22,12 +22,6 @@ import (
 // shutdownGrace bounds how long in-flight exchanges may finish on shutdown.
 const shutdownGrace = 10 * time.Second
 
-func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
-}
-
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -30,50 +30,6 @@ const (
 	maxAdminAnswer = 32 << 20
 )
 
-const tokensUsage = `mcpgate tokens — gateway-issued MCP tokens, for MCP clients that cannot do OAuth
-
-The verbs call the admin API. A person creates, lists and revokes their own
-tokens with their own OIDC access token; a tenant admin manages their
-tenant's tokens, a platform admin everyone's.
-
-Usage:
-  mcpgate tokens create [--tenant T] [--subject S] [--name N] [--rights a,b] [--expires-in 720h] [--toolset core]
-        a new token; its secret is printed once and cannot be shown again.
-        Rights default to all the creator's current rights; the lifetime
-        to the gateway's default; the toolset (a name from the gateway's
-        toolsets section) to full, every tool
-  mcpgate tokens list [--tenant T] [--creator S]
-        the tokens you may see (never their secrets)
-  mcpgate tokens revoke ID
-        revoke a token; calls made with it fail from the next one on
-
-Every verb takes:
-  --admin URL   the admin listener (default $MCPGATE_ADMIN_URL, else ` + defaultAdminURL + `)
-  --token T     an OIDC access token for the admin API or an admin token
-                (default $MCPGATE_ADMIN_TOKEN; prefer the variable: flags show in ps)
-  --json        print the API's JSON answer instead of text
-`
-
-func cmdTokens(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, tokensUsage)
-		return errUsage
-	}
-	switch args[0] {
-	case "create":
-		return tokensCreate(ctx, args[1:], stdout, stderr)
-	case "list":
-		return tokensList(ctx, args[1:], stdout, stderr)
-	case "revoke":
-		return tokensRevoke(ctx, args[1:], stdout, stderr)
-	case "help", "--help", "-h":
-		fmt.Fprint(stdout, tokensUsage)
-		return nil
-	}
-	fmt.Fprintf(stderr, "unknown tokens command %q\n\n%s", args[0], tokensUsage)
-	return errUsage
-}
-
 // adminFlags are the flags every admin verb takes.
 type adminFlags struct {
 	url, token string
@@ -86,12 +42,16 @@ func (f *adminFlags) register(fs *flag.FlagSet) {
 		def = defaultAdminURL
 	}
 	fs.StringVar(&f.url, "admin", def, "admin API base `URL` (env "+envAdminURL+")")
-	fs.StringVar(&f.token, "token", os.Getenv(envAdminToken), "admin API bearer `token` (env "+envAdminToken+")")
+	// The token's default is read after parsing, so that -h never prints it.
+	fs.StringVar(&f.token, "token", "", "admin API bearer `token` (default $"+envAdminToken+")")
 	fs.BoolVar(&f.json, "json", false, "print the API's JSON answer")
 }
 
 // client checks the flags and returns a client of the admin API.
 func (f *adminFlags) client(stderr io.Writer) (*adminClient, error) {
+	if f.token == "" {
+		f.token = os.Getenv(envAdminToken)
+	}
 	if f.token == "" {
 		fmt.Fprintf(stderr, "no admin token: pass --token or set %s\n", envAdminToken)
 		return nil, errUsage

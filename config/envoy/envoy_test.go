@@ -53,7 +53,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
-// What mcpgate expects; keep in step with config/REFERENCE.md and
+// What mcpgate expects; keep in step with docs/reference/configuration.md and
 // internal/app (gRPC message limit = max_body_bytes + 1 MiB).
 const (
 	mcpgateBodyLimit    = 4 << 20  // limits.max_body_bytes default
@@ -86,7 +86,7 @@ const (
 	notMcpgateReply = "!response.code_details.startsWith('mcpgate')"
 )
 
-// mcpgate upstream names: config/REFERENCE.md, upstreams[].name.
+// mcpgate upstream names: docs/reference/configuration.md, upstreams[].name.
 var upstreamName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 
 // strict protojson: an unknown or misspelt field is an error, as in Envoy.

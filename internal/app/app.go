@@ -38,9 +38,10 @@ type App struct {
 	Engine      *policy.Engine
 	Pipeline    *gateway.Pipeline
 	Registry    *prometheus.Registry
-	ProxyAddr   string // "" when the proxy listener is disabled
-	AdminAddr   string // "" when the admin listener is disabled
-	ExtProcAddr string // "" when the ext_proc listener is off; "unix:/path" for a socket
+	reg         *registry // Registry, remembering what registers (metrics.go)
+	ProxyAddr   string    // "" when the proxy listener is disabled
+	AdminAddr   string    // "" when the admin listener is disabled
+	ExtProcAddr string    // "" when the ext_proc listener is off; "unix:/path" for a socket
 	// Approvals is the approval page (config approvals), nil when off;
 	// the demo registers its sign-in links on it.
 	Approvals *approval.Page
@@ -81,9 +82,10 @@ const maxResponseBytes = 64 << 20
 // Shutdown is called.
 func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, error) {
 	a := &App{log: log, cfg: cfg, Registry: prometheus.NewRegistry(), errc: make(chan error, 4)}
-	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics := gateway.NewMetrics(a.Registry)
-	a.cfgSrc.count = newConfigReloads(a.Registry) // reload.go
+	a.reg = &registry{Registry: a.Registry}
+	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := gateway.NewMetrics(a.reg)
+	a.cfgSrc.count = newConfigReloads(a.reg) // reload.go
 
 	decls := map[string]map[string]policy.ToolDeclaration{}
 	for _, u := range cfg.Upstreams {
@@ -109,13 +111,13 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 		Bundle:       bundle,
 		DecisionLogs: decisionLogs,
 		Shadow:       shadow,
-		Registerer:   a.Registry,
+		Registerer:   a.reg,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("load policy: %w", err)
 	}
 	a.Engine = eng
-	id, err := newIdentity(ctx, cfg, log, a.Registry)
+	id, err := newIdentity(ctx, cfg, log, a.reg)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +157,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 	var cat gateway.ToolCatalog
 	var onToolsChanged func(string)
 	if !cfg.Catalog.Disabled {
-		tc, err := newToolCatalog(cfg, id, log, a.Registry)
+		tc, err := newToolCatalog(cfg, id, log, a.reg)
 		if err != nil {
 			id.close()
 			return nil, err
@@ -180,7 +182,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 		id.close()
 		return nil, err
 	}
-	sk, err := newSealingKeys(cfg, a.Registry, log) // sealing.go
+	sk, err := newSealingKeys(cfg, a.reg, log) // sealing.go
 	if err != nil {
 		id.close()
 		return nil, err

@@ -32,7 +32,7 @@ func (a *App) newApprovalPage(cfg *config.Config, writes *gateway.WriteSafety, d
 		},
 		Sealer: a.sealing.sealer, Audit: a.id.audit, SessionTTL: c.SessionTTLDuration(),
 		RequireSecondPerson: c.RequireSecondPerson, SecondPersonEffects: c.SecondPersonEffects,
-		Registerer: a.Registry, Logger: log.With("component", "approval-page"),
+		Registerer: a.reg, Logger: log.With("component", "approval-page"),
 	}
 	if oc := c.OIDC; oc != nil {
 		o.OIDC = &approval.OIDC{Issuer: oc.Issuer, ClientID: oc.ClientID, ClientSecret: oc.ClientSecret, Scopes: oc.Scopes,

@@ -18,7 +18,7 @@ func (a *App) startKillSwitch(ctx context.Context) error {
 		a.log.Info("no state store: the kill switch is off (configure store to get it)")
 		return nil
 	}
-	w, err := killswitch.New(ctx, killswitch.Options{Store: a.id.store, Registerer: a.Registry, Logger: a.log})
+	w, err := killswitch.New(ctx, killswitch.Options{Store: a.id.store, Registerer: a.reg, Logger: a.log})
 	if err != nil {
 		return fmt.Errorf("kill switch: %w", err)
 	}

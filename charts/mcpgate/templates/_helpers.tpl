@@ -242,7 +242,7 @@ goRuntime.memoryLimit as given; otherwise goRuntime.memoryLimitPercent of
 resources.limits.memory (a Kubernetes quantity: plain bytes or a k, M, G,
 T, P, Ki, Mi, Gi, Ti or Pi suffix), in whole bytes. Fails on a value it
 cannot read, and below 32 MiB: mcpgate's Go runtime alone uses about
-12 MiB idle and 20 MiB at 32 concurrent clients (docs/memory.md), and a
+12 MiB idle and 20 MiB at 32 concurrent clients (docs/operations/memory.md), and a
 limit under that keeps the collector running all the time.
 */}}
 {{- define "mcpgate.gomemlimit" -}}
