@@ -166,6 +166,25 @@ func TestDifferentialAnswers(t *testing.T) {
 			}
 		})
 	}
+	t.Run("decoded answers carry no coding and their own length", func(t *testing.T) {
+		for _, id := range []string{"1", "2", "3", "4"} {
+			for _, base := range []string{e.proxy, e.drivers["answers"].URL} {
+				req, _ := http.NewRequest("POST", base+"/answers/mcp", bytes.NewReader(list(id)))
+				req.Header = hdr.Clone()
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				resp, err := http.DefaultTransport.RoundTrip(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if ce := resp.Header.Values("Content-Encoding"); len(ce) > 0 || resp.ContentLength != int64(len(b)) || string(b) != filtered(id) {
+					t.Errorf("%s id %s: Content-Encoding %q, Content-Length %d, %d bytes: %q", base, id, ce, resp.ContentLength, len(b), b)
+				}
+			}
+		}
+	})
 	t.Run("SSE stream cut: one answer, then nothing", func(t *testing.T) {
 		direct, _ := e.both(t, "answers", hdr, list("11"))
 		if n := strings.Count(direct.Body, "data: "); n != 2 {
