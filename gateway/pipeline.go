@@ -399,7 +399,14 @@ type Exchange struct {
 	// stream (a server-to-client request it cannot answer, replaced by an
 	// error for the request).
 	endStream bool
+	// codings are the content codings of a JSON answer, undone before
+	// it is inspected and relayed (coding.go).
+	codings []string
 }
+
+// MaxBodyBytes is the request body limit (Options.MaxBodyBytes), for an
+// adapter that refuses a declared length before the body arrives.
+func (p *Pipeline) MaxBodyBytes() int64 { return p.opts.MaxBodyBytes }
 
 // Message returns the parsed message, nil if the request carried none.
 func (x *Exchange) Message() *mcp.Message { return x.msg }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"mime"
 	"strconv"
@@ -42,9 +43,37 @@ var listKinds = map[string]string{
 
 // ErrUpstreamResponse is returned when an upstream response the pipeline must
 // inspect cannot be (compressed with an unknown coding, not JSON, not the
-// answer to the request). The adapter answers 502; nothing unchecked
-// reaches the client.
+// answer to the request). The adapter answers 502 (AnswerFailure); nothing
+// unchecked reaches the client.
 var ErrUpstreamResponse = errors.New("upstream response cannot be inspected")
+
+// answerError is an upstream answer withheld for a reason the client is
+// told: message is the JSON-RPC error message AnswerFailure sends.
+type answerError struct {
+	message string
+	err     error // the detail, for the log
+}
+
+func (e *answerError) Error() string           { return e.message + " (" + e.err.Error() + ")" }
+func (e *answerError) Unwrap() []error         { return []error{ErrUpstreamResponse, e.err} }
+func withheld(message string, err error) error { return &answerError{message: message, err: err} }
+
+// Why answers are withheld.
+var (
+	errEmptyAnswer = errors.New("empty body answering a request")
+	errForeignID   = errors.New("the answer's id is not the request's")
+)
+
+// Messages of the errors that replace withheld answers.
+const (
+	emptyAnswer     = "The upstream MCP server answered the request with an empty body; the call may or may not have taken effect."
+	foreignAnswer   = "The upstream MCP server answered with another request's id; the answer was withheld."
+	compressedEvent = "The upstream MCP server compressed its event stream (Content-Encoding %s); mcpgate relays event streams uncompressed only, and the answer was withheld."
+	unknownCoding   = "The upstream MCP server compressed its answer with Content-Encoding %s, which mcpgate cannot decode (it decodes gzip and deflate); the answer was withheld."
+	corruptCoding   = "The upstream MCP server's answer is not valid %s data; the answer was withheld."
+	bombCoding      = "The upstream MCP server's answer decodes (Content-Encoding %s) to more than %d bytes (limits.max_body_bytes); the answer was withheld."
+	cutEvent        = "The upstream MCP server's stream ended in the middle of an event; the incomplete event was discarded and the call may or may not have taken effect."
+)
 
 // uncheckable is the message of the error that replaces an upstream answer
 // the pipeline could not inspect.
@@ -54,10 +83,60 @@ const uncheckable = "The upstream MCP server answered with something mcpgate can
 // when the upstream cannot be reached or its response cannot be inspected.
 const UpstreamFailure = "The upstream MCP server could not be reached or answered with something mcpgate cannot check."
 
+// AnswerFailure is the answer both adapters send in place of an upstream
+// response that ResponseHeaders or ResponseBody refused (err): 502 with a
+// JSON-RPC error for the request's id (null when the exchange answers no
+// request) whose message says why, when the pipeline knows.
+func (x *Exchange) AnswerFailure(err error) *Local {
+	msg := UpstreamFailure
+	if ae := (*answerError)(nil); errors.As(err, &ae) {
+		msg = ae.message
+	}
+	return local(502, mcp.ErrorResponse(x.answeredID(), &mcp.Error{Code: mcp.CodeInternalError, Message: msg}))
+}
+
+// answeredID is the id of the request the exchange forwarded, null when
+// it forwarded none (a notification, a client's response, a GET stream).
+func (x *Exchange) answeredID() []byte {
+	if x.msg == nil || x.msg.Kind != mcp.KindRequest {
+		return jsonNull
+	}
+	return x.msg.ID
+}
+
+// answersRequest reports whether the upstream's answer must carry the
+// answer to a JSON-RPC request.
+func (x *Exchange) answersRequest() bool {
+	return x.msg != nil && x.msg.Kind == mcp.KindRequest
+}
+
+// mediaType is the media type of a Content-Type value, lower case.
+func mediaType(ct string) string {
+	switch {
+	case plainMediaType(ct, "application/json"):
+		return "application/json"
+	case plainMediaType(ct, "text/event-stream"):
+		return "text/event-stream"
+	}
+	mt, _, _ := mime.ParseMediaType(ct)
+	return mt
+}
+
 // ResponseHeaders decides how the upstream's response is relayed. Only
-// results the policy shapes are inspected; everything else passes through.
+// results the policy shapes are inspected; everything else passes through,
+// but for a JSON answer in a content coding (decoded, BufferJSON), and
+// answers that cannot be relayed as they are (an empty success answering
+// a request, a compressed event stream, a coding mcpgate cannot decode).
+// An adapter that knows the body is empty (no body follows the headers)
+// passes content-length 0.
 func (x *Exchange) ResponseHeaders(status int, h mcp.Header) (ResponseMode, error) {
 	x.upstreamAnswered(status) // tracing.go
+	if status/100 == 2 && status != 202 && x.answersRequest() && h.Get("content-length") == "0" {
+		// Streamable HTTP: a request is answered with application/json
+		// or text/event-stream; 202 without a body answers only
+		// notifications and responses.
+		return PassThrough, withheld(emptyAnswer, errEmptyAnswer)
+	}
 	if x.msg != nil && x.msg.Method == "initialize" && status/100 == 2 {
 		if err := x.bindSession(h); err != nil {
 			return PassThrough, err
@@ -69,6 +148,14 @@ func (x *Exchange) ResponseHeaders(status int, h mcp.Header) (ResponseMode, erro
 	}
 	if err := x.refusedAssertion(status); err != nil {
 		return PassThrough, err
+	}
+	x.codings = nil
+	if enc := h["content-encoding"]; len(enc) > 0 {
+		if codings := contentCodings(enc); len(codings) > 0 {
+			if mode, err, ok := x.encodedAnswer(h, codings); ok {
+				return mode, err
+			}
+		}
 	}
 	if x.listKind == "" && !x.shapeResult && !x.shapeMessages {
 		// A notification stream (an older revision's GET stream,
@@ -85,20 +172,10 @@ func (x *Exchange) ResponseHeaders(status int, h mcp.Header) (ResponseMode, erro
 	// Whatever the status, a body a client would decode as JSON-RPC is
 	// inspected: an upstream must not get an unfiltered list through by
 	// answering 500 or 201.
-	if enc := strings.ToLower(h.Get("content-encoding")); enc != "" && enc != "identity" {
+	if len(contentCodings(h["content-encoding"])) > 0 {
 		return PassThrough, ErrUpstreamResponse
 	}
-	ct := h.Get("content-type")
-	var mt string
-	switch {
-	case plainMediaType(ct, "application/json"):
-		mt = "application/json"
-	case plainMediaType(ct, "text/event-stream"):
-		mt = "text/event-stream"
-	default:
-		mt, _, _ = mime.ParseMediaType(ct)
-	}
-	switch mt {
+	switch mediaType(h.Get("content-type")) {
 	case "application/json":
 		return BufferJSON, nil
 	case "text/event-stream":
@@ -110,16 +187,70 @@ func (x *Exchange) ResponseHeaders(status int, h mcp.Header) (ResponseMode, erro
 	return PassThrough, nil // an error page no MCP client parses as a result
 }
 
-// ResponseBody shapes a buffered application/json response. It returns the
-// body to relay and whether it differs from body (then the adapter sets a
-// new content-length).
+// encodedAnswer decides on an answer in content codings (RFC 9110 §8.4),
+// although every forwarded request asks for identity: a JSON answer is
+// buffered, decoded and then inspected like any other (ResponseBody), and
+// relayed uncompressed; an event stream, which is never buffered, is
+// refused, as is a coding mcpgate cannot decode. ok is false for other
+// media types (an error page), which go on as before.
+func (x *Exchange) encodedAnswer(h mcp.Header, codings []string) (mode ResponseMode, err error, ok bool) {
+	named := strings.Join(codings, ", ")
+	switch mediaType(h.Get("content-type")) {
+	case "application/json":
+		for _, c := range codings {
+			if !supportedCoding(c) {
+				return PassThrough, withheld(fmt.Sprintf(unknownCoding, quote(c)), &codingError{Coding: c, Err: errUnsupportedCoding}), true
+			}
+		}
+		x.codings = codings
+		return BufferJSON, nil, true
+	case "text/event-stream":
+		return PassThrough, withheld(fmt.Sprintf(compressedEvent, quote(named)), errors.New("compressed event stream")), true
+	}
+	return PassThrough, nil, false
+}
+
+// decodeAnswer undoes the answer's content codings within
+// limits.max_body_bytes; the error names the coding.
+func (x *Exchange) decodeAnswer(body []byte) ([]byte, error) {
+	out, err := decodeContent(x.codings, body, x.p.opts.MaxBodyBytes)
+	if err == nil {
+		return out, nil
+	}
+	var ce *codingError
+	errors.As(err, &ce)
+	switch {
+	case errors.Is(err, errTooLarge):
+		return nil, withheld(fmt.Sprintf(bombCoding, quote(ce.Coding), x.p.opts.MaxBodyBytes), err)
+	case errors.Is(err, errUnsupportedCoding):
+		return nil, withheld(fmt.Sprintf(unknownCoding, quote(ce.Coding)), err)
+	}
+	return nil, withheld(fmt.Sprintf(corruptCoding, quote(ce.Coding)), err)
+}
+
+// ResponseBody decodes (ResponseHeaders chose BufferJSON for its codings)
+// and shapes a buffered application/json response. It returns the body to
+// relay and whether it differs from body: then the adapter sets a new
+// content-length and removes content-encoding (what is relayed is always
+// uncompressed).
 func (x *Exchange) ResponseBody(ctx context.Context, body []byte) ([]byte, bool, error) {
+	decoded := false
+	if len(x.codings) > 0 {
+		out, err := x.decodeAnswer(body)
+		if err != nil {
+			return nil, false, err
+		}
+		body, decoded = out, true
+	}
+	if x.answersRequest() && len(bytes.TrimLeft(body, " \t\r\n")) == 0 {
+		return nil, false, withheld(emptyAnswer, errEmptyAnswer)
+	}
 	out, err := x.shape(ctx, body, nil)
 	if err != nil {
 		return nil, false, err
 	}
 	if out == nil {
-		return body, false, nil
+		return body, decoded, nil
 	}
 	return out, true, nil
 }
@@ -171,6 +302,12 @@ func (x *Exchange) shape(ctx context.Context, body []byte, pre *parsedBody) ([]b
 	if msg.Kind == mcp.KindNotification && msg.Method == mcp.NotificationTasksStatus {
 		return shapeTaskStatus(body, msg)
 	}
+	if msg.Kind == mcp.KindResponse && x.answersRequest() && !sameID(msg, x.msg.ID) {
+		// Another request's answer (an upstream mixing up its
+		// exchanges): shaped by this request's rules it could pass
+		// another principal's data; nothing of it is relayed.
+		return nil, withheld(foreignAnswer, errForeignID)
+	}
 	switch {
 	case msg.Kind == mcp.KindNotification && (x.shapeResult || x.shapeNotes || x.shapeMessages):
 		return x.shapeNotification(body, msg)
@@ -185,10 +322,9 @@ func (x *Exchange) shape(ctx context.Context, body []byte, pre *parsedBody) ([]b
 	if !x.shapeResult && x.listKind == "" {
 		return nil, nil // the result itself needs nothing
 	}
-	// Every result in this exchange is treated as the answer to the list
-	// request, whatever its id: upstreams rewrite ids (1.0 → 1, big
-	// integers rounded), and a byte comparison would let a list through
-	// unfiltered. The id is relayed as the upstream wrote it.
+	// The result answers this request (sameID: an id rewritten as
+	// upstreams do, 1.0 → 1 or a big integer rounded, still matches).
+	// The id is relayed as the upstream wrote it.
 	if x.shapeNotes && !x.shapeResult {
 		return nil, nil // the result itself needs nothing
 	}
@@ -205,6 +341,36 @@ func (x *Exchange) shape(ctx context.Context, body []byte, pre *parsedBody) ([]b
 	}
 	return mcp.ResultResponse(msg.ID, result), nil
 }
+
+// sameID reports whether the id of answer (a response) is req, the
+// request's: the same JSON value, numbers compared as IEEE 754 doubles
+// (upstreams rewrite 1.0 as 1 and round integers beyond 2^53 in their
+// answers), or null in a JSON-RPC error (JSON-RPC 2.0 §5: the upstream
+// could not read the request's id).
+func sameID(answer *mcp.Message, req jsontext.Value) bool {
+	id := answer.ID
+	if bytes.Equal(id, req) {
+		return true
+	}
+	if len(id) == 0 || len(req) == 0 {
+		return false
+	}
+	switch {
+	case string(id) == "null":
+		return answer.Result == nil
+	case id[0] == '"' && req[0] == '"':
+		a, err1 := jsontext.AppendUnquote(nil, id)
+		b, err2 := jsontext.AppendUnquote(nil, req)
+		return err1 == nil && err2 == nil && bytes.Equal(a, b)
+	case isNumber(id[0]) && isNumber(req[0]):
+		a, err1 := strconv.ParseFloat(string(id), 64)
+		b, err2 := strconv.ParseFloat(string(req), 64)
+		return err1 == nil && err2 == nil && a == b
+	}
+	return false
+}
+
+func isNumber(c byte) bool { return c == '-' || '0' <= c && c <= '9' }
 
 // requestID is the id of the exchange's request, null for a stream that
 // answers none (an older revision's GET stream).
@@ -549,12 +715,18 @@ func (w *EventRewriter) Write(chunk []byte, emit func([]byte) error) error {
 // Nothing is emitted for a stream that already carried the answer or that
 // answers no request (an older revision's GET stream).
 func (w *EventRewriter) Broken(emit func([]byte) error) error {
-	if w.failed || w.answered || w.x.msg == nil || w.x.msg.Kind != mcp.KindRequest {
+	return w.unanswered(brokenStream, emit)
+}
+
+// unanswered ends a stream that did not carry the answer to its request
+// with one JSON-RPC error event (message) for the request id.
+func (w *EventRewriter) unanswered(message string, emit func([]byte) error) error {
+	if w.failed || w.answered || !w.x.answersRequest() {
 		return nil
 	}
 	w.failed = true
 	w.buf = sse.AppendEvent(w.buf[:0], sse.Event{Type: "message", HasData: true,
-		Data: mcp.ErrorResponse(w.x.requestID(), &mcp.Error{Code: mcp.CodeInternalError, Message: brokenStream})})
+		Data: mcp.ErrorResponse(w.x.requestID(), &mcp.Error{Code: mcp.CodeInternalError, Message: message})})
 	return emit(w.buf)
 }
 
@@ -563,8 +735,12 @@ func (w *EventRewriter) Broken(emit func([]byte) error) error {
 const brokenStream = "The upstream MCP server's stream broke before its answer arrived; the call may or may not have taken effect."
 
 // Flush ends the stream. An unfinished event (no terminating blank line)
-// is dropped: compliant clients discard it, and a lenient one must not get
-// an answer the pipeline never shaped.
+// is dropped: clients discard it (WHATWG HTML, server-sent events: "If
+// the file ends in the middle of an event ... the incomplete event is
+// discarded"), and a lenient one must not get an answer the pipeline never
+// shaped. When it carried data and the request is still unanswered, one
+// JSON-RPC error event for the request id takes its place, so the client
+// learns why its answer is missing.
 func (w *EventRewriter) Flush(emit func([]byte) error) error {
 	if w.failed {
 		return nil
@@ -572,6 +748,9 @@ func (w *EventRewriter) Flush(emit func([]byte) error) error {
 	return w.s.Flush(func(raw []byte) error {
 		if !sse.Complete(raw) {
 			w.x.p.log.LogAttrs(w.ctx, slog.LevelDebug, "dropped an unfinished event at the end of the stream", slog.Int("bytes", len(raw)))
+			if sse.Parse(append(bytes.Clone(raw), "\n\n"...)).HasData {
+				return w.unanswered(cutEvent, emit)
+			}
 			return nil
 		}
 		return w.event(raw, emit)
@@ -592,6 +771,7 @@ func (w *EventRewriter) event(raw []byte, emit func([]byte) error) error {
 		return emit(raw)
 	}
 	var pre *parsedBody
+	answered := w.answered
 	if !w.answered && (bytes.Contains(data, []byte(`"result"`)) || bytes.Contains(data, []byte(`"error"`))) {
 		m, perr := mcp.Parse(data, w.x.p.opts.MaxJSONDepth)
 		if perr == nil && m.Kind == mcp.KindResponse {
@@ -617,7 +797,20 @@ func (w *EventRewriter) event(raw []byte, emit func([]byte) error) error {
 		// The stream is under way: the status can no longer change, so
 		// the unchecked answer is replaced by a JSON-RPC error event.
 		w.x.p.log.LogAttrs(w.ctx, slog.LevelWarn, "upstream event cannot be inspected", slog.String("mcp_method", w.x.label), slog.Any("error", err))
-		out = mcp.ErrorResponse(w.x.requestID(), &mcp.Error{Code: mcp.CodeInternalError, Message: uncheckable})
+		msg := uncheckable
+		if ae := (*answerError)(nil); errors.As(err, &ae) {
+			msg = ae.message
+		}
+		if errors.Is(err, errForeignID) {
+			// Another request's answer: nothing more of this stream is
+			// relayed; the client gets one answer, this error, unless
+			// its own came first.
+			w.failed = true
+			if answered {
+				return nil
+			}
+		}
+		out = mcp.ErrorResponse(w.x.requestID(), &mcp.Error{Code: mcp.CodeInternalError, Message: msg})
 	}
 	if out == nil {
 		return emit(raw)

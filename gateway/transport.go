@@ -1,10 +1,7 @@
 package gateway
 
 import (
-	"bytes"
-	"compress/gzip"
 	"errors"
-	"io"
 	"mime"
 	"net/url"
 	"strconv"
@@ -13,51 +10,31 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 )
 
-// decodeBody undoes a request's Content-Encoding so the pipeline never
-// inspects compressed bytes as JSON: identity passes, gzip is decoded within
-// the body limit, anything else is refused with 415.
+// decodeBody undoes a request's Content-Encoding (decodeContent) so the
+// pipeline never inspects compressed bytes as JSON: identity passes, gzip
+// and deflate (stacked too) are decoded within the body limit (413 above
+// it), corrupt data is 400 and any other coding 415.
 func decodeBody(encoding string, body []byte, limit int64) ([]byte, bool, *mcp.Error) {
 	if limit > 0 && int64(len(body)) > limit {
 		return nil, false, tooLarge(limit)
 	}
-	switch strings.ToLower(strings.TrimSpace(encoding)) {
-	case "", "identity":
+	codings := contentCodings([]string{encoding})
+	if len(codings) == 0 {
 		return body, false, nil
-	case "gzip", "x-gzip":
-		out, err := gunzip(body, limit)
-		if err != nil {
-			if errors.Is(err, errTooLarge) {
-				return nil, false, tooLarge(limit)
-			}
-			return nil, false, &mcp.Error{Status: 400, Code: mcp.CodeParseError, Message: "request body is not valid gzip: " + err.Error()}
-		}
+	}
+	out, err := decodeContent(codings, body, limit)
+	var ce *codingError
+	switch {
+	case err == nil:
 		return out, true, nil
+	case errors.Is(err, errTooLarge):
+		return nil, false, tooLarge(limit)
+	case errors.Is(err, errUnsupportedCoding) && errors.As(err, &ce):
+		return nil, false, &mcp.Error{Status: 415, Code: mcp.CodeInvalidRequest, Message: "Content-Encoding " + quote(ce.Coding) + " is not supported; send identity, gzip or deflate"}
+	case errors.As(err, &ce):
+		return nil, false, &mcp.Error{Status: 400, Code: mcp.CodeParseError, Message: "request body is not valid " + strings.ToLower(ce.Coding) + ": " + ce.Err.Error()}
 	}
-	return nil, false, &mcp.Error{Status: 415, Code: mcp.CodeInvalidRequest, Message: "Content-Encoding " + quote(encoding) + " is not supported; send identity or gzip"}
-}
-
-var errTooLarge = errors.New("decoded body exceeds the limit")
-
-// gunzip decodes a gzip body, refusing more than limit decoded bytes (a
-// small compressed body can expand enormously).
-func gunzip(body []byte, limit int64) ([]byte, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	defer zr.Close()
-	var r io.Reader = zr
-	if limit > 0 {
-		r = io.LimitReader(zr, limit+1)
-	}
-	out, err := io.ReadAll(r)
-	if err != nil {
-		return nil, err
-	}
-	if limit > 0 && int64(len(out)) > limit {
-		return nil, errTooLarge
-	}
-	return out, nil
+	return nil, false, &mcp.Error{Status: 400, Code: mcp.CodeParseError, Message: "request body cannot be decoded"}
 }
 
 // TooLarge is the 413 answer for a body over limit bytes; adapters that

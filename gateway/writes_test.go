@@ -72,14 +72,21 @@ func toolCall(id, tool, args string) *gateway.Request {
 }
 
 // answer runs the upstream's JSON answer through the exchange's response
-// phase, as an adapter does.
+// phase, as an adapter does. The answer is given the request's id (the
+// tests share answer bodies between requests).
 func answer(t *testing.T, x *gateway.Exchange, status int, body string) {
 	t.Helper()
 	if _, err := x.ResponseHeaders(status, mcp.Header{"content-type": {"application/json"}}); err != nil {
 		t.Fatal(err)
 	}
 	if status < 300 {
-		if _, _, err := x.ResponseBody(context.Background(), []byte(body)); err != nil {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(body), &m); err != nil {
+			t.Fatal(err)
+		}
+		m["id"] = json.RawMessage(x.Message().ID)
+		b, _ := json.Marshal(m)
+		if _, _, err := x.ResponseBody(context.Background(), b); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -651,7 +651,7 @@ func jsonRPCBody(sf *corev3.SubstitutionFormatString) error {
 	return nil
 }
 
-// checkLocalReplies: Envoy's own 413/500/502/503/504 become JSON-RPC error
+// checkLocalReplies: Envoy's own 408/413/500/502/503/504 become JSON-RPC error
 // bodies (application/json); mcpgate's replies are never rewritten.
 func checkLocalReplies(lrc *hcmv3.LocalReplyConfig) error {
 	if lrc == nil {
@@ -691,7 +691,25 @@ func checkLocalReplies(lrc *hcmv3.LocalReplyConfig) error {
 			}
 		}
 	}
-	for _, code := range []uint32{200, 202, 400, 401, 403, 404, 413, 429, 500, 502, 503, 504} {
+	// Envoy's 408 (request_timeout: the request did not arrive in time)
+	// has no mapper of its own: the one that matches it (the catch-all
+	// for Envoy's other errors) must answer JSON-RPC with the status kept.
+	for _, code := range []uint32{408} {
+		m, err := first(localReply{code, "request_overall_timeout"})
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case m == nil:
+			errs = append(errs, fmt.Errorf("no mapper for Envoy's own %d", code))
+		case m.GetStatusCode() != nil && m.GetStatusCode().GetValue() != code:
+			errs = append(errs, fmt.Errorf("the mapper of %d changes the status to %d", code, m.GetStatusCode().GetValue()))
+		default:
+			if err := jsonRPCBody(m.GetBodyFormatOverride()); err != nil {
+				errs = append(errs, fmt.Errorf("mapper of %d: %w", code, err))
+			}
+		}
+	}
+	for _, code := range []uint32{200, 202, 400, 401, 403, 404, 408, 413, 429, 500, 502, 503, 504} {
 		m, err := first(localReply{code, "mcpgate"})
 		if err != nil {
 			errs = append(errs, err)
@@ -1002,6 +1020,20 @@ func TestBootstrapChecksCatchMistakes(t *testing.T) {
 		{"no 504 mapper", "sidecar.yaml", "local replies are JSON-RPC", func(t *testing.T, c *envoyConfig) {
 			lrc := c.hcms[0].hcm.LocalReplyConfig
 			lrc.Mappers = slices.DeleteFunc(lrc.Mappers, func(m *hcmv3.ResponseMapper) bool { return hasStatusEQ(m.GetFilter(), 504) })
+		}},
+		{"no mapper for 408", "ingress.yaml", "local replies are JSON-RPC", func(t *testing.T, c *envoyConfig) {
+			lrc := c.hcms[0].hcm.LocalReplyConfig
+			lrc.Mappers = slices.DeleteFunc(lrc.Mappers, func(m *hcmv3.ResponseMapper) bool {
+				ok, err := evalFilter(m.GetFilter(), localReply{408, "request_overall_timeout"})
+				return err == nil && ok
+			})
+		}},
+		{"408 mapper with a text body", "sidecar.yaml", "local replies are JSON-RPC", func(t *testing.T, c *envoyConfig) {
+			for _, m := range c.hcms[0].hcm.LocalReplyConfig.Mappers {
+				if ok, err := evalFilter(m.GetFilter(), localReply{408, "request_overall_timeout"}); err == nil && ok {
+					m.BodyFormatOverride = &corev3.SubstitutionFormatString{Format: &corev3.SubstitutionFormatString_TextFormat{TextFormat: "%LOCAL_REPLY_BODY%"}}
+				}
+			}
 		}},
 		{"global body format", "ingress.yaml", "local replies are JSON-RPC", func(t *testing.T, c *envoyConfig) {
 			c.hcms[0].hcm.LocalReplyConfig.BodyFormat = &corev3.SubstitutionFormatString{

@@ -256,6 +256,14 @@ func (ex *exchange) requestHeaders(in *extprocv3.ProcessingRequest, h *extprocv3
 		}
 		ex.req.Upstream, ex.req.Tenant = upstream, tenant
 	}
+	if limit := ex.s.o.Pipeline.MaxBodyBytes(); limit > 0 && !h.GetEndOfStream() {
+		// A declared length over the limit is refused before Envoy
+		// buffers the body, as the standalone proxy refuses it before
+		// reading: no body was read, so the id is null.
+		if n, err := strconv.ParseInt(hdr.Get("content-length"), 10, 64); err == nil && n > limit {
+			return immediate(gateway.TooLarge(limit))
+		}
+	}
 	if !h.GetEndOfStream() {
 		return headersResponse(nil, false)
 	}
@@ -413,10 +421,13 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.Process
 	}
 	hdr, pseudo := fromHeaderMap(h.GetHeaders())
 	code, _ := strconv.Atoi(pseudo.status)
+	if h.GetEndOfStream() && hdr["content-length"] == nil {
+		hdr["content-length"] = noBody // no body follows (ResponseHeaders)
+	}
 	mode, err := ex.x.ResponseHeaders(code, hdr)
 	if err != nil {
 		ex.s.log.LogAttrs(ex.ctx, slog.LevelWarn, "upstream response cannot be inspected", slog.String("upstream", ex.req.Upstream), slog.Any("error", err))
-		return immediate(upstreamFailure(ex.x))
+		return immediate(ex.x.AnswerFailure(err))
 	}
 	mode = ex.x.KillableStream(mode, hdr) // killswitch.go
 	ex.mode = mode
@@ -471,16 +482,21 @@ func (ex *exchange) responseBody(b *extprocv3.HttpBody) *extprocv3.ProcessingRes
 			return cont
 		}
 		out, changed, err := ex.x.ResponseBody(ex.ctx, b.GetBody())
-		ex.finish()
 		if err != nil {
-			return immediate(upstreamFailure(ex.x))
+			ex.s.log.LogAttrs(ex.ctx, slog.LevelWarn, "upstream response cannot be inspected", slog.String("upstream", ex.req.Upstream), slog.Any("error", err))
+			l := ex.x.AnswerFailure(err)
+			ex.finish()
+			return immediate(l)
 		}
+		ex.finish()
 		if !changed {
 			return cont
 		}
+		// Shaped or decoded: relayed uncompressed. In BUFFERED mode Envoy
+		// holds the headers until this answer and applies its mutation.
 		set := mcp.Header{"content-length": {strconv.Itoa(len(out))}}
 		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{
-			Response: &extprocv3.CommonResponse{HeaderMutation: mutation(set, nil), BodyMutation: &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: out}}},
+			Response: &extprocv3.CommonResponse{HeaderMutation: mutation(set, contentEncoding), BodyMutation: &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: out}}},
 		}}}
 	case gateway.StreamSSE:
 		if ex.rw == nil {
@@ -576,14 +592,13 @@ func (s *Server) upstream(in *extprocv3.ProcessingRequest, h *extprocv3.HttpHead
 	return name, "", found
 }
 
-func upstreamFailure(x *gateway.Exchange) *gateway.Local {
-	id := []byte("null")
-	if m := x.Message(); m != nil && m.ID != nil {
-		id = m.ID
-	}
-	return &gateway.Local{Status: 502, Header: mcp.Header{"content-type": {"application/json"}},
-		Body: mcp.ErrorResponse(id, &mcp.Error{Code: mcp.CodeInternalError, Message: gateway.UpstreamFailure})}
-}
+// noBody is the content-length value ResponseHeaders gets for response
+// headers with end_of_stream (no body follows).
+var noBody = []string{"0"}
+
+// contentEncoding is the removal that goes with a decoded answer; shared,
+// never modified.
+var contentEncoding = []string{"content-encoding"}
 
 func headersResponse(m *extprocv3.HeaderMutation, _ bool) *extprocv3.ProcessingResponse {
 	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{

@@ -415,6 +415,9 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	}
 	// One conversion for both calls: neither changes the fields it reads.
 	h := fromHTTP(resp.Header)
+	if resp.ContentLength == 0 && h["content-length"] == nil {
+		h["content-length"] = noBody // no body follows (ResponseHeaders)
+	}
 	mode, err := st.x.ResponseHeaders(resp.StatusCode, h)
 	if err != nil {
 		return err
@@ -436,9 +439,11 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 			return err
 		}
 		if changed {
+			// Shaped or decoded: relayed uncompressed.
 			data = out
 			resp.ContentLength = int64(len(out))
 			resp.Header.Set("Content-Length", strconv.Itoa(len(out)))
+			resp.Header.Del("Content-Encoding")
 		}
 		b := &bufferedBody{st: st}
 		b.Reset(data)
@@ -479,6 +484,12 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 		return
 	}
 	p.log.LogAttrs(r.Context(), slog.LevelWarn, "upstream exchange failed", slog.String("upstream", st.routeID), slog.Any("error", err))
+	if errors.Is(err, gateway.ErrUpstreamResponse) {
+		// The pipeline refused the answer (ModifyResponse): the same
+		// answer the ext_proc adapter sends.
+		writeLocal(w, st.x.AnswerFailure(err), st.v.ResponseExtra)
+		return
+	}
 	var id []byte
 	if m := st.x.Message(); m != nil && m.Kind == mcp.KindRequest {
 		id = m.ID
@@ -490,6 +501,10 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 	writeLocal(w, &gateway.Local{Status: http.StatusBadGateway, Header: mcp.Header{"content-type": {"application/json"}},
 		Body: mcp.ErrorResponse(id, &mcp.Error{Code: mcp.CodeInternalError, Message: gateway.UpstreamFailure})}, st.v.ResponseExtra)
 }
+
+// noBody is the content-length value ResponseHeaders gets for a response
+// without a body.
+var noBody = []string{"0"}
 
 // bufferedBody relays an answer read in full (and inspected); Close ends
 // the exchange.
