@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -17,10 +16,9 @@ import (
 	"time"
 
 	"github.com/goccy/go-yaml"
+	"github.com/mcpgate/mcpgate/internal/golden"
 	"github.com/mcpgate/mcpgate/policy"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/ (.err of invalid, .json of valid configurations)")
 
 // TestInvalid loads every testdata/invalid/*.yaml and checks that each
 // line of the .err file beside it is a substring of the error.
@@ -39,14 +37,14 @@ func TestInvalid(t *testing.T) {
 			if cfg != nil {
 				t.Errorf("Load returned a config along with the error")
 			}
-			golden := strings.TrimSuffix(file, ".yaml") + ".err"
-			if *update {
-				if err := os.WriteFile(golden, []byte(err.Error()+"\n"), 0o644); err != nil {
+			errFile := strings.TrimSuffix(file, ".yaml") + ".err"
+			if golden.Update() {
+				if err := os.WriteFile(errFile, []byte(err.Error()+"\n"), 0o644); err != nil {
 					t.Fatal(err)
 				}
 				return
 			}
-			want, rerr := os.ReadFile(golden)
+			want, rerr := os.ReadFile(errFile)
 			if rerr != nil {
 				t.Fatalf("%v (run go test -update to create it)", rerr)
 			}
@@ -93,20 +91,7 @@ func TestValid(t *testing.T) {
 				t.Fatal(err)
 			}
 			got = append(got, '\n')
-			golden := strings.TrimSuffix(file, ".yaml") + ".json"
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("effective configuration differs from %s (go test -update rewrites it); got:\n%s", golden, got)
-			}
+			golden.Check(t, strings.TrimSuffix(file, ".yaml")+".json", got, "go test ./config -run TestValid -update")
 			checkLoaded(t, cfg)
 		})
 	}

@@ -3,14 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite docs/reference/cli.md")
+	"github.com/mcpgate/mcpgate/internal/golden"
+)
 
 const cliReferencePath = "../../docs/reference/cli.md"
 
@@ -18,20 +16,7 @@ const cliReferencePath = "../../docs/reference/cli.md"
 // table writes.
 func TestCLIReference(t *testing.T) {
 	t.Setenv(envAdminURL, "") // flag defaults read the environment
-	got := cliReference()
-	if *update {
-		if err := os.WriteFile(cliReferencePath, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(cliReferencePath)
-	if err != nil {
-		t.Fatalf("%v; generate it with: go generate ./cmd/mcpgate", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("docs/reference/cli.md is stale; regenerate it with: go generate ./cmd/mcpgate")
-	}
+	golden.Check(t, cliReferencePath, cliReference(), "go generate ./cmd/mcpgate")
 }
 
 // TestHelpCoversEveryVerb checks that every verb of the table answers

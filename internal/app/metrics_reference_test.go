@@ -3,7 +3,6 @@ package app
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -16,11 +15,10 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/config"
+	"github.com/mcpgate/mcpgate/internal/golden"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
-
-var update = flag.Bool("update", false, "rewrite docs/reference/metrics.md")
 
 const metricsReferencePath = "../../docs/reference/metrics.md"
 
@@ -33,20 +31,7 @@ func TestMetricsReference(t *testing.T) {
 	if len(metrics) < 30 {
 		t.Fatalf("only %d metrics described", len(metrics))
 	}
-	got := renderMetrics(metrics)
-	if *update {
-		if err := os.WriteFile(metricsReferencePath, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(metricsReferencePath)
-	if err != nil {
-		t.Fatalf("%v; generate it with: go generate ./internal/app", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("docs/reference/metrics.md is stale; regenerate it with: go generate ./internal/app")
-	}
+	golden.Check(t, metricsReferencePath, renderMetrics(metrics), "go generate ./internal/app")
 }
 
 // startEverything starts an App whose configuration turns on every
