@@ -34,7 +34,7 @@ func TestBucketKeysExact(t *testing.T) {
 			}
 		}
 	}
-	if n := testing.AllocsPerRun(50, func() { bucketKeys(&kb, "reads", pr, "conn-1", x) }); n != 1 {
-		t.Errorf("bucketKeys: %v allocations, want 1", n)
+	if n := testing.AllocsPerRun(50, func() { bucketKeys(&kb, "reads", pr, "conn-1", x) }); n > 1 {
+		t.Errorf("bucketKeys: %v allocations, want at most 1", n)
 	}
 }

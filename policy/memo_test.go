@@ -358,8 +358,8 @@ func TestDecisionCloneIsDeep(t *testing.T) {
 	// An allowed call's decision (a bucket, result paths) is copied in one
 	// allocation, lists beside the paths; a larger one as deep as ever.
 	allowed := Decision{Allow: true, Buckets: []string{"reads"}, Result: &ResultPaths{Fields: []string{"a", "b", "c"}, Drop: []string{}}}
-	if n := testing.AllocsPerRun(50, func() { _ = allowed.clone() }); n != 1 {
-		t.Errorf("clone of an allowed decision: %v allocations, want 1", n)
+	if n := testing.AllocsPerRun(50, func() { _ = allowed.clone() }); n > 1 {
+		t.Errorf("clone of an allowed decision: %v allocations, want at most 1", n)
 	}
 	for _, d := range []Decision{allowed, {Buckets: []string{"b1", "b2"}, Result: &ResultPaths{Fields: []string{"1", "2", "3", "4", "5", "6", "7"}}}} {
 		c := d.clone()

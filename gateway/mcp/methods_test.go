@@ -56,7 +56,7 @@ func TestParseInternsKnownMethods(t *testing.T) {
 	allocs := testing.AllocsPerRun(100, func() {
 		internMethod([]byte("tools/call"))
 	})
-	if allocs != 0 {
+	if allocs > 0 {
 		t.Errorf("interning a known method allocates %v times", allocs)
 	}
 }

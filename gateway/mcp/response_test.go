@@ -81,8 +81,8 @@ func TestResultResponse(t *testing.T) {
 				t.Errorf("got  %s\nwant %s", got, tt.want)
 			}
 			// The body is built in one allocation of the right size.
-			if n := testing.AllocsPerRun(20, func() { ResultResponse(tt.id, tt.result) }); n != 1 {
-				t.Errorf("%v allocations, want 1", n)
+			if n := testing.AllocsPerRun(20, func() { ResultResponse(tt.id, tt.result) }); n > 1 {
+				t.Errorf("%v allocations, want at most 1", n)
 			}
 		})
 	}

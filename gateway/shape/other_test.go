@@ -148,7 +148,7 @@ func TestSanitise(t *testing.T) {
 		}
 	}
 	clean := "nothing to do here"
-	if n := testing.AllocsPerRun(100, func() { _ = Sanitise(clean, 0) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { _ = Sanitise(clean, 0) }); n > 0 {
 		t.Errorf("clean text: %v allocations", n)
 	}
 }

@@ -71,8 +71,8 @@ func TestWellFormedAndHashAllocateNothing(t *testing.T) {
 			t.Fatal("a fresh secret is not well formed")
 		}
 		sink = hashSecret(s)
-	}); n != 0 {
-		t.Errorf("%v allocations per call, want 0", n)
+	}); n > 0 {
+		t.Errorf("%v allocations per call, want none", n)
 	}
 	_ = sink
 }
