@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/config"
 	"github.com/mcpgate/mcpgate/internal/demo"
+	"github.com/mcpgate/mcpgate/internal/poll"
 )
 
 // reloadConfigYAML is the gateway configuration of TestConfigReloadUnderLoad:
@@ -107,7 +108,7 @@ func TestConfigReloadUnderLoad(t *testing.T) {
 		}()
 	}
 	// Let the load run, then reload mid-flight.
-	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return counts[oldAnswer] >= 200 }, "calls before the reload")
+	poll.Until(t, 10*time.Second, "calls before the reload", func() bool { mu.Lock(); defer mu.Unlock(); return counts[oldAnswer] >= 200 })
 	writeFile(t, file, reloadConfigYAML(up.URL+"/mcp", "notify", "1"))
 	if err := a.Reload(context.Background()); err != nil {
 		t.Fatalf("reload: %v", err)
@@ -118,7 +119,7 @@ func TestConfigReloadUnderLoad(t *testing.T) {
 			t.Fatalf("after the reload %s: %s", ep, got)
 		}
 	}
-	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return counts[newAnswer] >= 200 }, "calls after the reload")
+	poll.Until(t, 10*time.Second, "calls after the reload", func() bool { mu.Lock(); defer mu.Unlock(); return counts[newAnswer] >= 200 })
 	close(stop)
 	wg.Wait()
 	for k, n := range counts {

@@ -21,6 +21,7 @@ import (
 	"github.com/mcpgate/mcpgate/assertion"
 	"github.com/mcpgate/mcpgate/e2e/oidcprovider/oidctest"
 	"github.com/mcpgate/mcpgate/e2e/oidcprovider/provider"
+	"github.com/mcpgate/mcpgate/internal/poll"
 	"github.com/mcpgate/mcpgate/internal/tokens"
 	"github.com/mcpgate/mcpgate/store/redistest"
 )
@@ -729,10 +730,10 @@ func TestIdentityStoreDown(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	_ = rs.Client(t).ShutdownNoSave(ctx).Err() // the connection ends with the server
 	cancel()
-	waitFor(t, func() bool {
+	poll.Until(t, 10*time.Second, "/readyz reports the store down", func() bool {
 		status, _, b := e.adminCall(t, "GET", "/readyz", "", nil)
 		return status == 503 && strings.Contains(string(b), "state store")
-	}, "/readyz reports the store down")
+	})
 
 	mark := e.rec.count()
 	e.both(t, "POST", "", bearer(alice, "tools/call", "find_customers"), call("2", "find_customers", `{"query":"a"}`),

@@ -23,6 +23,7 @@ import (
 	"github.com/mcpgate/mcpgate/e2e/oidcprovider/provider"
 	"github.com/mcpgate/mcpgate/internal/admin"
 	"github.com/mcpgate/mcpgate/internal/app"
+	"github.com/mcpgate/mcpgate/internal/poll"
 	"github.com/mcpgate/mcpgate/policy"
 	"github.com/mcpgate/mcpgate/store/redistest"
 )
@@ -423,7 +424,7 @@ func TestKillSwitchEndsStreams(t *testing.T) {
 			}
 			// The upstream's stream was closed with the client's: its
 			// next progress notification cannot be delivered.
-			waitFor(t, func() bool { return len(e.up.endsOf()) == i+1 }, "the upstream's call ends")
+			poll.Until(t, 10*time.Second, "the upstream's call ends", func() bool { return len(e.up.endsOf()) == i+1 })
 			if end := e.up.endsOf()[i]; end == "finished" {
 				t.Errorf("the upstream's call ran to its end: %s", end)
 			}
@@ -472,10 +473,10 @@ func TestKillSwitchReplicas(t *testing.T) {
 	}
 
 	b.setSwitch(t, b.adminToken, "", false, "")
-	waitFor(t, func() bool {
+	poll.Until(t, 10*time.Second, "replica A lets calls through again", func() bool {
 		got, _ := exchange(t, "POST", a.proxy+"/mcp", bearer(alice, "tools/call", "ping"), ping("4"))
 		return got.Status == 200
-	}, "replica A lets calls through again")
+	})
 	a.both(t, bearer(alice, "tools/call", "ping"), ping("5"), ok)
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/internal/demo"
+	"github.com/mcpgate/mcpgate/internal/poll"
 )
 
 const denyAll = `package mcpgate
@@ -96,12 +97,12 @@ func TestSIGHUPReload(t *testing.T) {
 	}
 	writeFile(t, filepath.Join(pol, "policy.rego"), denyAll)
 	hup()
-	waitFor(t, func() bool { return strings.Contains(call(), "maintenance") }, "deny-all policy in force after SIGHUP")
+	poll.Until(t, 10*time.Second, "deny-all policy in force after SIGHUP", func() bool { return strings.Contains(call(), "maintenance") })
 	writeFile(t, filepath.Join(pol, "policy.rego"), "package mcpgate\n\ndecision := {\n")
 	hup()
-	waitFor(t, func() bool {
+	poll.Until(t, 10*time.Second, "failed reload counted", func() bool {
 		return strings.Contains(scrape(t, admin), `mcpgate_policy_reloads_total{result="failure"} 1`)
-	}, "failed reload counted")
+	})
 	if got := call(); !strings.Contains(got, "maintenance") {
 		t.Fatalf("after a broken reload the previous policy must stay: %s", got)
 	}
@@ -130,16 +131,4 @@ func writeFile(t *testing.T, path, body string) {
 	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func waitFor(t *testing.T, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting: %s", what)
 }

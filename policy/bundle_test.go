@@ -19,6 +19,8 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/bundle"
+
+	"github.com/mcpgate/mcpgate/internal/poll"
 )
 
 // Policies served as bundles in these tests.
@@ -110,20 +112,6 @@ func (s *bundleServer) set(body []byte) {
 	s.mu.Unlock()
 }
 
-// eventually polls cond for up to 20 s (the bundle plugin polls each
-// second here).
-func eventually(t *testing.T, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting: %s", what)
-}
-
 type reloads struct{ ok, failed atomic.Int64 }
 
 func (r *reloads) record(ok bool, _ error) {
@@ -169,27 +157,27 @@ func TestBundle(t *testing.T) {
 	if d := decide(); !d.Allow || e.BundleRevision() != "r1" {
 		t.Fatalf("bundle r1 not in force: %+v, revision %q", d, e.BundleRevision())
 	}
-	eventually(t, func() bool { return srv.notModified.Load() >= 1 }, "a 304 for the unchanged bundle")
+	poll.Until(t, 20*time.Second, "a 304 for the unchanged bundle", func() bool { return srv.notModified.Load() >= 1 })
 	if rl.ok.Load() != 1 || rl.failed.Load() != 0 {
 		t.Fatalf("reloads ok=%d failed=%d after a 304, want 1 and 0", rl.ok.Load(), rl.failed.Load())
 	}
 
 	// A bundle signed with another key is refused; r1 stays.
 	srv.set(buildBundle(t, "r2", maintenance, otherPriv))
-	eventually(t, func() bool { return rl.failed.Load() >= 1 }, "bad signature counted as a failed reload")
+	poll.Until(t, 20*time.Second, "bad signature counted as a failed reload", func() bool { return rl.failed.Load() >= 1 })
 	if d := decide(); !d.Allow || e.BundleRevision() != "r1" {
 		t.Fatalf("a bundle with a bad signature replaced the policy: %+v, revision %q", d, e.BundleRevision())
 	}
 	// So is an unsigned one.
 	srv.set(buildBundle(t, "r2u", maintenance, ""))
-	eventually(t, func() bool { return rl.failed.Load() >= 2 }, "unsigned bundle counted as a failed reload")
+	poll.Until(t, 20*time.Second, "unsigned bundle counted as a failed reload", func() bool { return rl.failed.Load() >= 2 })
 	if !decide().Allow {
 		t.Fatal("an unsigned bundle replaced the policy")
 	}
 
 	// A good bundle is swapped in and visible to the next decision.
 	srv.set(buildBundle(t, "r3", maintenance, priv))
-	eventually(t, func() bool { return e.BundleRevision() == "r3" }, "bundle r3 activated")
+	poll.Until(t, 20*time.Second, "bundle r3 activated", func() bool { return e.BundleRevision() == "r3" })
 	if d := decide(); d.Allow || reasonCodes(d)[0] != "maintenance" {
 		t.Fatalf("bundle r3 not in force: %+v", d)
 	}
@@ -215,7 +203,7 @@ func TestBundleNotLoadedFailsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close(context.Background())
-	eventually(t, func() bool { return rl.failed.Load() >= 1 }, "404 counted as a failed reload")
+	poll.Until(t, 20*time.Second, "404 counted as a failed reload", func() bool { return rl.failed.Load() >= 1 })
 	d, err := e.Decide(t.Context(), callInput("search_contacts", alice))
 	if err != nil || d.Allow || reasonCodes(d)[0] != "policy_not_loaded" || e.Ready() {
 		t.Fatalf("before a bundle: %+v, %v, ready %t", d, err, e.Ready())

@@ -23,6 +23,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/mcpgate/mcpgate/internal/poll"
 )
 
 func TestNewValidates(t *testing.T) {
@@ -440,7 +442,7 @@ func TestImmediateResponse(t *testing.T) {
 		if err == nil {
 			t.Fatalf("read %q without error, want a broken stream", rest)
 		}
-		waitFor(t, func() bool { return d.Stats().StreamResets == 1 })
+		poll.Until(t, testTimeout, "the condition", func() bool { return d.Stats().StreamResets == 1 })
 	})
 }
 
@@ -456,17 +458,6 @@ func readEvent(t *testing.T, br *bufio.Reader) string {
 		if line == "\n" {
 			return b.String()
 		}
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached")
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/mcpgate/mcpgate/internal/demo"
+	"github.com/mcpgate/mcpgate/internal/poll"
 )
 
 func newCatalog(t *testing.T, o Options) *Catalog {
@@ -245,12 +246,12 @@ func TestRunListsRetriesAndStops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { c.Run(ctx); close(done) }()
-	waitFor(t, func() bool { return c.Snapshot("demo") != nil && c.Snapshot("sdk") != nil })
+	poll.Until(t, 15*time.Second, "the catalog snapshot", func() bool { return c.Snapshot("demo") != nil && c.Snapshot("sdk") != nil })
 	if c.Snapshot("late") != nil {
 		t.Fatal("a down upstream has a snapshot")
 	}
 	sw.up.Store(true) // retried after 1 s
-	waitFor(t, func() bool { return c.Snapshot("late") != nil })
+	poll.Until(t, 15*time.Second, "the catalog snapshot", func() bool { return c.Snapshot("late") != nil })
 	if got := toolNames(c.Snapshot("demo")); len(got) != len(demo.ToolNames) {
 		t.Fatalf("demo tools %v", got)
 	}
@@ -270,17 +271,6 @@ func TestRunListsRetriesAndStops(t *testing.T) {
 	}
 	if listings["sdk"] != 1 || listings["demo"] != 1 || listings["late"] < 2 {
 		t.Fatalf("listings %v (sdk and demo once, late retried)", listings)
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in time")
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -462,7 +452,7 @@ func TestRunOnDemandOnly(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { c.Run(ctx); close(done) }()
-	waitFor(t, func() bool { return c.Snapshot("raw") != nil })
+	poll.Until(t, 15*time.Second, "the catalog snapshot", func() bool { return c.Snapshot("raw") != nil })
 	time.Sleep(100 * time.Millisecond)
 	if n := listings.Load(); n != 1 {
 		t.Fatalf("%d listings without a refresh period", n)

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mcpgate/mcpgate/internal/killswitch"
+	"github.com/mcpgate/mcpgate/internal/poll"
 	"github.com/mcpgate/mcpgate/store"
 	"github.com/mcpgate/mcpgate/store/boltstore"
 	"github.com/mcpgate/mcpgate/store/redisstore"
@@ -48,18 +49,6 @@ func newWatcher(t *testing.T, st store.SwitchStore, reg prometheus.Registerer, l
 	go w.Run(ctx)
 	t.Cleanup(func() { cancel(); w.Stop() })
 	return w
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, within time.Duration, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, within)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func TestDefaultsAndSetApplyAtOnce(t *testing.T) {
@@ -160,7 +149,7 @@ func TestReplicasOnRedis(t *testing.T) {
 	if err := a.SetSwitch(t.Context(), store.Switch{On: true, Reason: "incident 7", SetBy: "ops", At: set}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, func() bool { on, _ := b.Global(); return on }, "replica B sees the global switch")
+	poll.Until(t, 5*time.Second, "replica B sees the global switch", func() bool { on, _ := b.Global(); return on })
 	if d := time.Since(set); d > time.Second {
 		t.Logf("note: replica B saw the switch after %s (a loaded machine)", d)
 	}
@@ -178,7 +167,7 @@ func TestReplicasOnRedis(t *testing.T) {
 	if err := b.SetSwitch(t.Context(), store.Switch{SetBy: "ops", At: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, func() bool { on, _ := a.Global(); return !on }, "replica A sees the switch off")
+	poll.Until(t, 5*time.Second, "replica A sees the switch off", func() bool { on, _ := a.Global(); return !on })
 }
 
 // TestStoreDownKeepsState: when the store cannot be read, the last known
