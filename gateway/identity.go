@@ -147,21 +147,27 @@ func (p *Pipeline) assert(x *Exchange, v *Verdict) error {
 }
 
 // underscoreAliases returns the request fields whose names, with '_' read
-// as '-', name a field the gateway removes: servers that map header names
-// to environment variables (CGI, WSGI, some frameworks) read X_Tenant or
-// Mcpgate_Assertion as the real field.
+// as '-', name a field the gateway removes or that it or its adapter sets
+// (setFields): servers that map header names to environment variables
+// (CGI, WSGI, some frameworks) read X_Tenant, Mcpgate_Assertion or
+// X_Forwarded_For as the real field.
 func underscoreAliases(h mcp.Header, removed []string) []string {
 	var out []string
 	for k := range h {
 		if strings.IndexByte(k, '_') < 0 {
 			continue
 		}
-		if slices.Contains(removed, strings.ReplaceAll(k, "_", "-")) {
+		if a := strings.ReplaceAll(k, "_", "-"); slices.Contains(removed, a) || slices.Contains(setFields, a) {
 			out = append(out, k)
 		}
 	}
 	return out
 }
+
+// setFields are the fields set on every forwarded request besides the
+// assertion: Accept-Encoding (forwardVerdict) and the X-Forwarded-* fields
+// the standalone proxy (or Envoy) writes.
+var setFields = []string{"accept-encoding", "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto"}
 
 // tenantQueryName returns the first query parameter of rawQuery (as
 // sent) whose name would choose a tenant (isTenantParam), or "": the tenant

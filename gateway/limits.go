@@ -335,7 +335,7 @@ func (x *Exchange) DeadlineExceeded(d time.Duration) *Local {
 		reason.Fix = "It may have taken effect: check before calling it again."
 		reason.NextTool = ToolListRecentChanges
 	}
-	return local(200, refusal.ToolError(x.msg.ID, []policy.Reason{reason}, ""))
+	return x.withExtra(local(200, refusal.ToolError(x.msg.ID, []policy.Reason{reason}, "")))
 }
 
 // takeBuckets takes the call from every bucket the decision names; a

@@ -390,6 +390,10 @@ type Exchange struct {
 	toolView policy.Tool
 	catEntry policy.ToolCatalog
 	ls       *listStream // the notification stream watched for tool list changes (listchanged.go)
+	// responseExtra is Verdict.ResponseExtra (CORS): every answer to the
+	// request carries it, the pipeline's own answers to the upstream's
+	// response too (withExtra).
+	responseExtra mcp.Header
 
 	// shapeMessages: every message of the answer that is not a result —
 	// JSON-RPC errors, notifications, server-to-client requests — is
@@ -418,6 +422,22 @@ func (x *Exchange) Outcome() string { return x.outcome }
 func (x *Exchange) Decision() *policy.Decision { return x.decision }
 
 var jsonHeader = mcp.Header{"content-type": {"application/json"}}
+
+// withExtra adds the exchange's response fields (Verdict.ResponseExtra)
+// to a local answer built after the request was forwarded, so that an
+// adapter sends it with the fields the upstream's answer would have got.
+func (x *Exchange) withExtra(l *Local) *Local {
+	if len(x.responseExtra) == 0 {
+		return l
+	}
+	if l.Header == nil {
+		l.Header = mcp.Header{}
+	}
+	for k, vals := range x.responseExtra {
+		l.Header[k] = vals
+	}
+	return l
+}
 
 func local(status int, body []byte) *Local {
 	l := &Local{Status: status}
@@ -478,6 +498,7 @@ func (p *Pipeline) HandleRequest(ctx context.Context, r *Request) (*Exchange, Ve
 	}
 	if origin := r.Header.Get("origin"); origin != "" && x.outcome != OutcomeInvalid {
 		v.ResponseExtra = corsResponseHeader(origin)
+		x.responseExtra = v.ResponseExtra
 		if v.Local != nil {
 			for k, vals := range v.ResponseExtra {
 				if v.Local.Header == nil {

@@ -92,7 +92,7 @@ func (x *Exchange) AnswerFailure(err error) *Local {
 	if ae := (*answerError)(nil); errors.As(err, &ae) {
 		msg = ae.message
 	}
-	return local(502, mcp.ErrorResponse(x.answeredID(), &mcp.Error{Code: mcp.CodeInternalError, Message: msg}))
+	return x.withExtra(local(502, mcp.ErrorResponse(x.answeredID(), &mcp.Error{Code: mcp.CodeInternalError, Message: msg})))
 }
 
 // answeredID is the id of the request the exchange forwarded, null when
