@@ -346,3 +346,10 @@ func isToken(s string) bool {
 	}
 	return true
 }
+func (p *Pipeline) originAllowed(origin string) bool {
+	o := strings.ToLower(strings.TrimSuffix(origin, "/"))
+	if len(p.origins) > 0 {
+		return p.origins[o]
+	}
+	return isLoopbackOrigin(o)
+}

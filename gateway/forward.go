@@ -1,0 +1,69 @@
+package gateway
+
+import (
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/mcpgate/mcpgate/gateway/mcp"
+)
+
+// credentialHeaders are removed from every forwarded request when
+// authentication is on: the upstream never sees the client's token or
+// cookies (ARCHITECTURE.md, "Forward").
+var credentialHeaders = []string{"authorization", "cookie"}
+
+// identityEncoding is the accept-encoding every forwarded request gets.
+// Shared by every verdict: its capacity is its length, so an adapter that
+// adds a value copies it; nothing writes into it.
+var identityEncoding = []string{"identity"}[:1:1]
+
+// forwardVerdict lets the request go upstream. The upstream is asked for an
+// identity-encoded response so the pipeline never inspects compressed bytes.
+func (p *Pipeline) forwardVerdict(x *Exchange, body []byte, changed bool) Verdict {
+	x.mark(SpanForward)
+	v := Verdict{SetHeader: mcp.Header{"accept-encoding": identityEncoding}}
+	// The upstream sees the standard headers in their plain form: a
+	// base64-encoded Mcp-Name that matched the body is re-derived from it.
+	if m := x.msg; m != nil && m.Target() != "" {
+		if h := x.req.Header.Get(mcp.HeaderName); h != "" {
+			if enc := mcp.EncodeHeaderValue(m.Target()); h != enc {
+				v.SetHeader.Set(mcp.HeaderName, enc)
+			}
+		}
+	}
+	// The fields to remove: the snapshot's own list, shared by every
+	// verdict of an unchanged body without aliases (its capacity is its
+	// length, so an append copies it; nothing writes into it).
+	v.RemoveHeader = p.removeFields
+	if changed {
+		v.Body, v.BodyChanged = body, true
+		v.RemoveHeader = append(append(make([]string, 0, 1+len(p.removeFields)), "content-encoding"), p.removeFields...)
+	}
+	if aliases := underscoreAliases(x.req.Header, v.RemoveHeader); len(aliases) > 0 {
+		v.RemoveHeader = append(v.RemoveHeader, aliases...)
+	}
+	if err := p.assert(x, &v); err != nil {
+		p.log.LogAttrs(x.ctx, slog.LevelError, "identity assertion cannot be signed; request refused", slog.Any("error", err))
+		x.outcome = OutcomeError
+		return Verdict{Local: unavailable(x.msg, "The gateway cannot vouch for your identity to the upstream right now.")}
+	}
+	return v
+}
+
+// underscoreAliases returns the request fields whose names, with '_' read
+// as '-', name a field the gateway removes: servers that map header names
+// to environment variables (CGI, WSGI, some frameworks) read X_Tenant or
+// Mcpgate_Assertion as the real field.
+func underscoreAliases(h mcp.Header, removed []string) []string {
+	var out []string
+	for k := range h {
+		if strings.IndexByte(k, '_') < 0 {
+			continue
+		}
+		if slices.Contains(removed, strings.ReplaceAll(k, "_", "-")) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
