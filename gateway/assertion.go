@@ -13,7 +13,7 @@ import (
 const AssertionHeader = "mcpgate-assertion"
 
 // Asserter signs the identity assertion an upstream receives instead of
-// the client's credential (ARCHITECTURE.md, "Forward"); the internal/app
+// the client's credential (forward stage); the internal/app
 // wiring implements it with the assertion package.
 type Asserter interface {
 	// Assert returns the assertion (a compact JWS) for principal p calling

@@ -13,7 +13,7 @@ const (
 	AuditDenied  = "denied"  // refused by the policy
 )
 
-// audit records a tools/call decision (ARCHITECTURE.md, step 12): every
+// audit records a tools/call decision: every
 // call of a tool that is not read-only, and every refusal. The record
 // names the tool, the connection, the client and the decision id; never
 // arguments.

@@ -9,8 +9,8 @@ import (
 	"github.com/mcpgate/mcpgate/policy"
 )
 
-// Authenticator verifies the credential of a request (ARCHITECTURE.md, the
-// pipeline's step 2). The pipeline calls it after the transport gate and
+// Authenticator verifies the credential of a request (the authenticate
+// stage). The pipeline calls it after the transport gate and
 // the header checks, before the policy; internal/authn implements it with
 // the auth package. A nil Authenticator in Options means the gateway runs
 // without authentication: every caller is anonymous.
@@ -51,9 +51,11 @@ const (
 	AuthUnavailable       = "auth_unavailable"   // 503: the token cannot be verified now
 )
 
-// authenticate runs the Authenticator, if any, and keeps the principal
-// for the policy input. It returns the answer of a refused request.
-func (p *Pipeline) authenticate(ctx context.Context, x *Exchange) *Local {
+// authenticate is the stage that runs the Authenticator, if any, and
+// keeps the principal for the policy input; a credential bound to another
+// toolset is refused here too (checkToolset).
+func (p *Pipeline) authenticate(ctx context.Context, x *Exchange) *Verdict {
+	x.mark(SpanAuth)
 	a := p.opts.Authenticator
 	if a == nil {
 		return nil
@@ -63,11 +65,13 @@ func (p *Pipeline) authenticate(ctx context.Context, x *Exchange) *Local {
 		f = &AuthFailure{Status: 401, Code: AuthInvalidToken, Message: "The credential could not be verified."}
 	}
 	if f != nil {
-		x.outcome = OutcomeUnauthenticated
-		return authLocal(f, x.msg, []policy.Reason{{Code: f.Code, Cause: f.Message, Fix: f.Fix}}, "")
+		return x.answerAs(OutcomeUnauthenticated, authLocal(f, x.msg, []policy.Reason{{Code: f.Code, Cause: f.Message, Fix: f.Fix}}, ""))
 	}
 	x.input.Principal = *pr
-	return p.checkToolset(x)
+	if l := p.checkToolset(x); l != nil {
+		return x.answer(l)
+	}
+	return nil
 }
 
 // scopeChallenge returns the 403 insufficient_scope answer when the policy

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway/mcp"
+	"github.com/mcpgate/mcpgate/gateway/refusal"
 	"github.com/mcpgate/mcpgate/policy"
 )
 
@@ -75,4 +76,34 @@ func (p *Pipeline) logRefusal(ctx context.Context, x *Exchange, d *policy.Decisi
 		slog.String("decision_id", d.ID), slog.String("reason", code),
 		slog.String("mcp_method", x.label), slog.String("upstream", x.req.Upstream),
 		slog.String("transport", x.req.Transport))
+}
+
+// policyDecision is the stage that asks the policy (phase "request"). A
+// refused request is audited and logged, and answered with the 403
+// insufficient_scope challenge when only the token's scopes are missing,
+// else with a tool error (tools/call), a JSON-RPC error, or 403 without
+// a body for a notification.
+func (p *Pipeline) policyDecision(ctx context.Context, x *Exchange) *Verdict {
+	msg := x.msg
+	d := p.decide(ctx, x, policy.PhaseRequest, nil)
+	x.decision = d
+	if d.Allow {
+		x.outcome = OutcomeAllow
+		return nil
+	}
+	p.audit(ctx, x, d)
+	if x.outcome == "" {
+		x.outcome = OutcomeDeny
+	}
+	p.logRefusal(ctx, x, d)
+	if l := p.scopeChallenge(x, d); l != nil {
+		return x.answer(l)
+	}
+	switch {
+	case msg.Kind == mcp.KindNotification:
+		return x.answer(local(403, nil))
+	case msg.Method == "tools/call":
+		return x.answer(local(200, refusal.ToolError(msg.ID, p.loopRefused(x, d.Reasons), d.ID)))
+	}
+	return x.answer(local(200, refusal.RPCError(msg.ID, d.Reasons, d.ID)))
 }

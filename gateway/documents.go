@@ -1,6 +1,10 @@
 package gateway
 
-import "github.com/mcpgate/mcpgate/gateway/mcp"
+import (
+	"context"
+
+	"github.com/mcpgate/mcpgate/gateway/mcp"
+)
 
 // JWKSPath is where the pipeline serves the public keys of its identity
 // assertions (RFC 7517 JWK Set), unauthenticated, when Options.JWKS is set.
@@ -35,23 +39,32 @@ func (p *Pipeline) metadata(path string) ([]byte, bool) {
 	return p.opts.ResourceMetadata(path)
 }
 
+// serveDocuments answers the public documents: the protected resource
+// metadata at its paths, the assertion keys at JWKSPath.
+func (p *Pipeline) serveDocuments(_ context.Context, x *Exchange) *Verdict {
+	if doc, ok := p.metadata(x.req.Path); ok {
+		return serveDocument(x, doc, "application/json", "300")
+	}
+	if x.req.Path == JWKSPath && p.opts.JWKS != nil {
+		return serveDocument(x, p.opts.JWKS(), "application/jwk-set+json", "60")
+	}
+	return nil
+}
+
 // serveDocument answers a request for a public document the pipeline
 // serves itself, without a credential: the protected resource metadata
 // (RFC 9728) and the assertion keys (RFC 7517). GET gets doc with
 // contentType and a Cache-Control max-age of maxAge seconds, OPTIONS is a
 // CORS preflight, anything else 405.
-func serveDocument(x *Exchange, doc []byte, contentType, maxAge string) Verdict {
+func serveDocument(x *Exchange, doc []byte, contentType, maxAge string) *Verdict {
 	switch x.req.Method {
 	case "GET":
-		x.outcome = OutcomeLocal
 		l := local(200, doc)
 		l.Header.Set("content-type", contentType)
 		l.Header.Set("cache-control", "max-age="+maxAge)
-		return Verdict{Local: l}
+		return x.answerAs(OutcomeLocal, l)
 	case "OPTIONS":
-		x.outcome = OutcomeLocal
-		return Verdict{Local: preflight(x.req.Header)}
+		return x.answerAs(OutcomeLocal, preflight(x.req.Header))
 	}
-	x.outcome = OutcomeInvalid
-	return Verdict{Local: &Local{Status: 405, Header: mcp.Header{"allow": {"GET, OPTIONS"}}}}
+	return x.answerAs(OutcomeInvalid, &Local{Status: 405, Header: mcp.Header{"allow": {"GET, OPTIONS"}}})
 }

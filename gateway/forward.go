@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"log/slog"
 	"slices"
 	"strings"
@@ -10,7 +11,7 @@ import (
 
 // credentialHeaders are removed from every forwarded request when
 // authentication is on: the upstream never sees the client's token or
-// cookies (ARCHITECTURE.md, "Forward").
+// cookies.
 var credentialHeaders = []string{"authorization", "cookie"}
 
 // identityEncoding is the accept-encoding every forwarded request gets.
@@ -66,4 +67,48 @@ func underscoreAliases(h mcp.Header, removed []string) []string {
 		}
 	}
 	return out
+}
+
+// relayUndecided forwards what the policy decides nothing on: an older
+// revision's GET stream and DELETE (no message), and a client's answer to
+// a server request, relayed to the upstream that asked. A GET stream is
+// read for tools/list_changed and task status notifications.
+func (p *Pipeline) relayUndecided(_ context.Context, x *Exchange) *Verdict {
+	switch {
+	case x.msg == nil:
+		get := x.req.Method == "GET"
+		x.watchTools = get && (p.opts.OnToolsChanged != nil || p.pushesListChanged())
+		x.task.watch = get && p.opts.Tasks.Enabled
+		x.shapeMessages = get && p.shapesMessages()
+	case x.msg.Kind != mcp.KindResponse:
+		return nil
+	}
+	x.outcome = OutcomeAllow
+	return x.forwardWith(p.forwardVerdict(x, x.body, x.bodyChanged))
+}
+
+// forward is the last stage: the request goes upstream (forwardVerdict).
+// A tools/call also gets its Mcp-Param-* fields and its deadline; a write
+// is detached from the client (its outcome is recorded when the answer
+// arrives), any other allowed call is audited now.
+func (p *Pipeline) forward(ctx context.Context, x *Exchange) *Verdict {
+	v := x.forwardWith(p.forwardVerdict(x, x.body, x.bodyChanged))
+	if x.msg.Method != "tools/call" {
+		return v
+	}
+	for k, vals := range x.setHeader {
+		if v.SetHeader != nil {
+			v.SetHeader[k] = vals
+		}
+	}
+	v.Deadline = x.deadline
+	switch {
+	case v.Local != nil:
+		x.release()
+	case x.write != nil:
+		v.Detach = true
+	default:
+		p.audit(ctx, x, x.decision)
+	}
+	return v
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // Switches is the kill switch state the pipeline reads on every request
-// (ARCHITECTURE.md, pipeline step 3); internal/killswitch.Watcher
+// (the kill_switch stage); internal/killswitch.Watcher
 // implements it. Reads must be cheap and lock-free: they are on the hot
 // path.
 type Switches interface {
@@ -122,13 +122,13 @@ func (x *Exchange) switchedOff() (store.Switch, bool) {
 	return store.Switch{}, false
 }
 
-// killSwitch is the gate of pipeline step 3, run right after
-// authentication: while a kill switch covers the request it answers 503
+// killSwitch is the stage right after authentication: while a kill switch covers the request it answers 503
 // with Retry-After and a JSON-RPC error naming the admin's reason, for any
 // method; nothing is forwarded and nothing is queued. It is Go, not
 // policy: an incident switch must not depend on a policy that may be the
 // problem. It returns nil when the request may go on.
-func (p *Pipeline) killSwitch(ctx context.Context, x *Exchange) *Local {
+func (p *Pipeline) killSwitch(ctx context.Context, x *Exchange) *Verdict {
+	x.mark(SpanKillSwitch)
 	s, on := x.switchedOff()
 	if !on {
 		return nil
@@ -142,7 +142,7 @@ func (p *Pipeline) killSwitch(ctx context.Context, x *Exchange) *Local {
 	p.log.LogAttrs(ctx, slog.LevelInfo, "request refused: kill switch on",
 		slog.String("scope", scope), slog.String("tenant", s.Tenant),
 		slog.String("mcp_method", x.label), slog.String("upstream", x.req.Upstream), slog.String("transport", x.req.Transport))
-	return killSwitchLocal(x.msg, s)
+	return x.answer(killSwitchLocal(x.msg, s))
 }
 
 // killSwitchError is the JSON-RPC error of a request a kill switch

@@ -15,8 +15,7 @@ import (
 	"github.com/mcpgate/mcpgate/ratelimit"
 )
 
-// Limits are the limits per effect class (issue 6 item 4; seed 002,
-// "limits per effect class"): rate buckets the policy names
+// Limits are the limits per effect class: rate buckets the policy names
 // (Decision.Buckets), a concurrency cap per credential with slots kept for
 // writes, a loop brake on repeated identical failures and a deadline per
 // tool. Every refusal says when to retry.
@@ -384,6 +383,19 @@ func (p *Pipeline) takeBuckets(ctx context.Context, x *Exchange, d *policy.Decis
 		x.outcome = OutcomeDeny
 		p.m.observeLimit("rate:" + refused)
 		return limitRefusal(x, d, "rate_limited", "Too many calls of this kind ("+refused+") for this credential or tenant.", wait)
+	}
+	return nil
+}
+
+// limits is the stage that runs the limits of an allowed tools/call
+// (limitsGate).
+func (p *Pipeline) limits(ctx context.Context, x *Exchange) *Verdict {
+	if x.msg.Method != "tools/call" {
+		return nil
+	}
+	x.mark(SpanLimits)
+	if l := p.limitsGate(ctx, x, x.decision); l != nil {
+		return x.answer(l)
 	}
 	return nil
 }

@@ -18,9 +18,9 @@ import (
 	"github.com/mcpgate/mcpgate/policy"
 )
 
-// notifications/tools/list_changed pushed to clients (issue 5 item 1:
-// "when pinning or rights change, notifications/tools/list_changed goes
-// out on open subscriptions/listen streams").
+// notifications/tools/list_changed pushed to clients: when pinning or
+// rights change, notifications/tools/list_changed goes out on open
+// subscriptions/listen streams.
 //
 // With the catalog on, tools/list is answered by mcpgate, so an
 // upstream's own announcement no longer covers every change a client

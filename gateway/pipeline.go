@@ -130,7 +130,8 @@ type Options struct {
 	Tracer trace.Tracer
 }
 
-// Pipeline runs the gates of ARCHITECTURE.md on each message.
+// Pipeline runs the request stages (requestStages) on each message and
+// the response phases on its answer.
 //
 // The settings a configuration reload may change live in a snapshot: a
 // Pipeline value built from one Options (Reconfigure). HandleRequest loads
@@ -273,8 +274,7 @@ type Verdict struct {
 	ResponseExtra mcp.Header // header fields to add to the upstream's response (CORS)
 	// Detach: the request is a write whose outcome must be recorded; the
 	// standalone adapter does not cancel it when the client goes away,
-	// and reads its answer to the end (issue 6: "in standalone mode
-	// upstream writes are not cancelled by a client disconnect").
+	// and reads its answer to the end.
 	Detach bool
 	// Deadline bounds the upstream exchange (standalone adapter; under
 	// Envoy the route's timeout applies); 0: none.
@@ -352,6 +352,17 @@ type Exchange struct {
 	// codings are the content codings of a JSON answer, undone before
 	// it is inspected and relayed (coding.go).
 	codings []string
+
+	// body is the request body the stages judge and forward (decoded,
+	// rewritten); bodyChanged: it differs from the body received.
+	body        []byte
+	bodyChanged bool
+	// setHeader are request fields the forwarded request gets besides
+	// the verdict's own (Mcp-Param-* derived from the arguments).
+	setHeader mcp.Header
+	// verdict is the request side's answer, returned by the stage that
+	// ended it.
+	verdict Verdict
 }
 
 // MaxBodyBytes is the request body limit (Options.MaxBodyBytes), for an

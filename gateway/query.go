@@ -1,6 +1,11 @@
 package gateway
 
-import "strings"
+import (
+	"context"
+	"strings"
+
+	"github.com/mcpgate/mcpgate/gateway/mcp"
+)
 
 // tenantQueryName returns the first query parameter of rawQuery (as
 // sent) whose name would choose a tenant (isTenantParam), or "": the tenant
@@ -98,4 +103,15 @@ func unhex(c byte) byte {
 		return c - 'A' + 10
 	}
 	return c - 'a' + 10
+}
+
+// queryGate refuses a query parameter that would choose a tenant: the
+// tenant comes from the credential, not from the URL.
+func (p *Pipeline) queryGate(_ context.Context, x *Exchange) *Verdict {
+	name := tenantQueryName(x.req.RawQuery, p.tenantArgs)
+	if name == "" {
+		return nil
+	}
+	return x.answerAs(OutcomeInvalid, p.gateRefusal(x.req, &mcp.Error{Code: mcp.CodeInvalidRequest,
+		Message: "The query parameter " + quote(name) + " would choose a tenant; the tenant comes from your credential. Remove it from the URL."}))
 }

@@ -823,3 +823,39 @@ func (w *EventRewriter) event(raw []byte, emit func([]byte) error) error {
 	w.buf = sse.AppendEvent(w.buf[:0], ev)
 	return emit(w.buf)
 }
+
+// planShaping is the stage that decides how the answer of an allowed
+// request is inspected: the result shaper of a tools/call (its declared
+// result fields, untrusted text, secret names), the list a list method
+// filters, the third-party text of resources/read, prompts/get and
+// completion/complete, resource links of other tenants, the notification
+// streams read for tools/list_changed.
+func (p *Pipeline) planShaping(_ context.Context, x *Exchange) *Verdict {
+	msg := x.msg
+	if msg.Method != "tools/call" {
+		x.listKind = listKinds[msg.Method]
+		x.shapeResult = p.opts.Catalog != nil && textResults[msg.Method] || x.task.inspect
+		x.watchTools = msg.Method == "subscriptions/listen" && (p.opts.OnToolsChanged != nil || p.pushesListChanged())
+		if !x.shapeResult && x.checksResultURIs() && (msg.Method == "resources/read" || msg.Method == "prompts/get") {
+			x.shapeResult = true // resource links of other tenants are removed
+		}
+		return nil
+	}
+	d := x.decision
+	shaper, err := p.resultShaper(x.req.Upstream, msg.Name, d)
+	if err != nil {
+		p.log.LogAttrs(x.ctx, slog.LevelError, "the policy's result paths cannot be compiled; call refused",
+			slog.String("decision_id", d.ID), slog.String("tool", msg.Name), slog.Any("error", err))
+		return x.answerAs(OutcomeError, local(200, shapeRefusal(msg.ID, d.ID)))
+	}
+	x.shaper = shaper
+	x.shapeResult = x.shaper != nil || len(x.warnings) > 0 || x.checksResultURIs() || x.task.inspect
+	if p.opts.Limits != nil && p.opts.Limits.LoopBrake > 0 {
+		x.shapeResult = true // its outcome feeds the loop brake
+	}
+	// With the contracts on, a tool's stream is read even when its
+	// result needs no shaping: its progress and log notifications carry
+	// text too.
+	x.shapeNotes = p.opts.Catalog != nil
+	return nil
+}

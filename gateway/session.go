@@ -23,8 +23,8 @@ const DefaultSessionTTL = 24 * time.Hour
 // the principal that created it: a request that carries Mcp-Session-Id
 // must come from the same connection, tenant and subject, otherwise it
 // gets 404 (the MCP answer to an unknown session) and learns nothing. It
-// returns the answer of a refused request, nil to go on.
-func (p *Pipeline) checkSession(ctx context.Context, x *Exchange) *Local {
+// is the stage after the kill switch.
+func (p *Pipeline) checkSession(ctx context.Context, x *Exchange) *Verdict {
 	s := p.opts.Sessions
 	id := x.req.Header.Get(SessionHeader)
 	if s == nil || id == "" || !x.input.Principal.Authenticated {
@@ -35,20 +35,18 @@ func (p *Pipeline) checkSession(ctx context.Context, x *Exchange) *Local {
 	case err == nil && b == bindingOf(&x.input.Principal):
 		return nil
 	case err == nil || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalid):
-		x.outcome = OutcomeInvalid
 		if x.msg != nil && x.msg.Kind == mcp.KindNotification {
-			return local(404, nil)
+			return x.answerAs(OutcomeInvalid, local(404, nil))
 		}
 		var id []byte
 		if x.msg != nil {
 			id = x.msg.ID
 		}
-		return local(404, mcp.ErrorResponse(idOrNull(id), &mcp.Error{Code: mcp.CodeInvalidRequest,
-			Message: "Session not found: start a new session with initialize"}))
+		return x.answerAs(OutcomeInvalid, local(404, mcp.ErrorResponse(idOrNull(id), &mcp.Error{Code: mcp.CodeInvalidRequest,
+			Message: "Session not found: start a new session with initialize"})))
 	}
 	p.log.LogAttrs(ctx, slog.LevelError, "session store unavailable; request refused", slog.Any("error", err))
-	x.outcome = OutcomeError
-	return unavailable(x.msg, "The gateway cannot check the session right now.")
+	return x.answerAs(OutcomeError, unavailable(x.msg, "The gateway cannot check the session right now."))
 }
 
 // bindSession binds the session id an upstream assigned in its answer to

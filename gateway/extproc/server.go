@@ -692,8 +692,7 @@ type pseudoHeaders struct {
 // slice capped at length 1, so that a repeated field — or a later Add by
 // the pipeline — appends into a fresh array and never overwrites the next
 // field's value. That makes the map's values one allocation instead of one
-// per field (go run ./e2e/bench, pprof: this function was ~8 % of the
-// ext_proc server's allocated bytes).
+// per field.
 func fromHeaderMap(hm *corev3.HeaderMap) (mcp.Header, pseudoHeaders) {
 	hvs := hm.GetHeaders()
 	hdr := make(mcp.Header, len(hvs))
@@ -735,10 +734,8 @@ func fromHeaderMap(hm *corev3.HeaderMap) (mcp.Header, pseudoHeaders) {
 // A fixed window turns off grpc-go's bandwidth-delay estimation, which
 // otherwise sends a PING and a WINDOW_UPDATE after nearly every DATA frame
 // it receives when messages are as small as ext_proc's, and processes
-// each PING's acknowledgement: per tools/call (BenchmarkExtProcToolsCall
-// under strace) the server sent 4 PINGs and 3 WINDOW_UPDATEs beside its
-// 5 frames of answers and read 4 more acknowledgements; with the fixed
-// window it sends none of them. The estimation pays on long,
+// each PING's acknowledgement; with the fixed window it sends none of
+// them. The estimation pays on long,
 // high-latency links; Envoy talks to mcpgate over loopback, a Unix socket
 // or a cluster network. 1 MiB lets a request body up to about 1 MiB
 // arrive without waiting for a window update (a larger message is granted

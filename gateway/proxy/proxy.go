@@ -186,9 +186,8 @@ func New(o Options) (*Proxy, error) {
 }
 
 // copyBuffers are the 32 KiB buffers ReverseProxy copies response bodies
-// through. Without a pool it allocates (and clears) one per request: for
-// a small JSON answer that was the largest allocation of a tools/call and
-// about 5 % of the proxy's CPU under load.
+// through. Without a pool it allocates (and clears) one per request, the
+// largest allocation of a small JSON answer's relay.
 var copyBuffers httputil.BufferPool = &bufferPool{}
 
 type bufferPool struct{ p sync.Pool }
