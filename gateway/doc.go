@@ -36,15 +36,14 @@
 //
 // # Response phases
 //
-// The Exchange HandleRequest returns carries the request's state to the
-// answer:
+// HandleRequest returns the Exchange, which carries the request's state to
+// the answer. An adapter drives it through the Phases interface
+// (phases.go), one call per phase:
 //
-//	ResponseHeaders   response.go    how the body is relayed: untouched, buffered JSON, or event by event
-//	ResponseBody      response.go    a buffered JSON answer, decoded and shaped
-//	EventRewriter     response.go    a text/event-stream answer, shaped event by event
-//	Finish            pipeline.go    the end: metrics, held state released
-//
-// Answers mcpgate gives in place of the upstream's (502 AnswerFailure, the
-// 503 of a dependency that cannot answer) are in response.go and
-// failure.go.
+//	ResponseHeaders  response.go   how the body is relayed: untouched, buffered JSON, or event by event
+//	ResponseBody     response.go   a buffered JSON answer, decoded and shaped
+//	ResponseEvents   phases.go     a chunk of an event stream, shaped event by event (EventRewriter),
+//	                               ended by a kill switch (killswitch.go)
+//	End              phases.go     metrics, slots and claims released; the answer in place of a failed
+//	                               upstream's (failure.go)
 package gateway

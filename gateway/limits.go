@@ -317,26 +317,6 @@ func (m *Metrics) observeLimit(kind string) {
 	m.limits.WithLabelValues(kind).Inc()
 }
 
-// DeadlineExceeded is the answer to a tools/call whose upstream did not
-// answer within its deadline (d): a tool error saying the call may still
-// have taken effect; nil for other messages (the adapter answers 502).
-func (x *Exchange) DeadlineExceeded(d time.Duration) *Local {
-	if x.msg == nil || x.msg.Method != "tools/call" {
-		return nil
-	}
-	x.outcome = OutcomeError
-	reason := policy.Reason{
-		Code:  "deadline_exceeded",
-		Cause: "The tool did not answer within " + d.String() + "; the gateway stopped waiting.",
-		Fix:   "Retry in 30 seconds if it only reads.",
-	}
-	if x.write != nil {
-		reason.Fix = "It may have taken effect: check before calling it again."
-		reason.NextTool = ToolListRecentChanges
-	}
-	return local(200, refusal.ToolError(x.msg.ID, []policy.Reason{reason}, ""))
-}
-
 // takeBuckets takes the call from every bucket the decision names; a
 // refusal says when to retry (the longest wait of the buckets refused).
 func (p *Pipeline) takeBuckets(ctx context.Context, x *Exchange, d *policy.Decision) *Local {

@@ -363,6 +363,15 @@ type Exchange struct {
 	// verdict is the request side's answer, returned by the stage that
 	// ended it.
 	verdict Verdict
+
+	// events relays a StreamSSE answer (ResponseEvents); stop holds the
+	// event that ends it once a kill switch covers the request, found by
+	// whichever of ResponseEvents and WatchSwitches looks first; stopSent:
+	// ResponseEvents emitted it.
+	events   *EventRewriter
+	stop     atomic.Pointer[[]byte]
+	stopSent bool
+	ended    bool // End ran
 }
 
 // MaxBodyBytes is the request body limit (Options.MaxBodyBytes), for an
@@ -417,9 +426,12 @@ func quote(s string) string {
 	return `"` + clip.Value(s) + `"`
 }
 
-// Finish records the request's metrics once; adapters call it when the
-// exchange ends (after the response, or at once for a local answer).
-func (x *Exchange) Finish() {
+// Finish ends the exchange without a failure: End(nil).
+func (x *Exchange) Finish() { x.End(nil) }
+
+// finish records the request's metrics once and releases what the
+// exchange holds (End).
+func (x *Exchange) finish() {
 	x.p.closeListStream(x)
 	// A forwarded write whose answer never arrived (client gone, stream
 	// cut, upstream failed): its outcome is unknown.

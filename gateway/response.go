@@ -43,12 +43,12 @@ var listKinds = map[string]string{
 
 // ErrUpstreamResponse is returned when an upstream response the pipeline must
 // inspect cannot be (compressed with an unknown coding, not JSON, not the
-// answer to the request). The adapter answers 502 (AnswerFailure); nothing
+// answer to the request). End(err) answers 502 in its place; nothing
 // unchecked reaches the client.
 var ErrUpstreamResponse = errors.New("upstream response cannot be inspected")
 
 // answerError is an upstream answer withheld for a reason the client is
-// told: message is the JSON-RPC error message AnswerFailure sends.
+// told: message is the JSON-RPC error message answerFailure sends.
 type answerError struct {
 	message string
 	err     error // the detail, for the log
@@ -79,31 +79,6 @@ const (
 // the pipeline could not inspect.
 const uncheckable = "The upstream MCP server answered with something mcpgate cannot check; the answer was withheld."
 
-// UpstreamFailure is the JSON-RPC error message adapters send (with 502)
-// when the upstream cannot be reached or its response cannot be inspected.
-const UpstreamFailure = "The upstream MCP server could not be reached or answered with something mcpgate cannot check."
-
-// AnswerFailure is the answer both adapters send in place of an upstream
-// response that ResponseHeaders or ResponseBody refused (err): 502 with a
-// JSON-RPC error for the request's id (null when the exchange answers no
-// request) whose message says why, when the pipeline knows.
-func (x *Exchange) AnswerFailure(err error) *Local {
-	msg := UpstreamFailure
-	if ae := (*answerError)(nil); errors.As(err, &ae) {
-		msg = ae.message
-	}
-	return local(502, mcp.ErrorResponse(x.answeredID(), &mcp.Error{Code: mcp.CodeInternalError, Message: msg}))
-}
-
-// answeredID is the id of the request the exchange forwarded, null when
-// it forwarded none (a notification, a client's response, a GET stream).
-func (x *Exchange) answeredID() []byte {
-	if x.msg == nil || x.msg.Kind != mcp.KindRequest {
-		return jsonNull
-	}
-	return x.msg.ID
-}
-
 // answersRequest reports whether the upstream's answer must carry the
 // answer to a JSON-RPC request.
 func (x *Exchange) answersRequest() bool {
@@ -128,8 +103,17 @@ func mediaType(ct string) string {
 // answers that cannot be relayed as they are (an empty success answering
 // a request, a compressed event stream, a coding mcpgate cannot decode).
 // An adapter that knows the body is empty (no body follows the headers)
-// passes content-length 0.
+// passes content-length 0. With kill switches configured, an event stream
+// that would pass through is relayed event by event (KillableStream).
 func (x *Exchange) ResponseHeaders(status int, h mcp.Header) (ResponseMode, error) {
+	mode, err := x.responseHeaders(status, h)
+	if err != nil {
+		return mode, err
+	}
+	return x.KillableStream(mode, h), nil
+}
+
+func (x *Exchange) responseHeaders(status int, h mcp.Header) (ResponseMode, error) {
 	x.upstreamAnswered(status) // tracing.go
 	if status/100 == 2 && status != 202 && x.answersRequest() && h.Get("content-length") == "0" {
 		// Streamable HTTP: a request is answered with application/json

@@ -76,7 +76,7 @@ func (p *Pipeline) HandleRequest(ctx context.Context, r *Request) (*Exchange, Ve
 		p.endRequestTrace(x, v)
 	}
 	if v.Local != nil {
-		x.Finish()
+		x.End(nil)
 	}
 	return x, *v
 }

@@ -545,11 +545,6 @@ func (x *Exchange) release() {
 	}
 }
 
-// Unsent tells the exchange that its request never reached the upstream
-// (the connection could not be made): a write's claim is released, so a
-// retry runs it. Adapters call it before Finish.
-func (x *Exchange) Unsent() { x.release() }
-
 // paramHeaders are the Mcp-Param-<Name> fields of a rebuilt call (a
 // confirmed action), derived from its arguments.
 func (x *Exchange) paramHeaders() mcp.Header {
