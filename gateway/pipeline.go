@@ -309,10 +309,22 @@ type Exchange struct {
 	// result (shaper, warnings), or third-party text of resources/read,
 	// prompts/get and completion/complete — and its stream's progress and
 	// log notifications.
-	shapeResult  bool
-	fromCatalog  bool // tools/list answered from the catalog
-	watchTools   bool // a notification stream read for tools/list_changed
-	shapeNotes   bool // an SSE answer whose progress and log notifications are shaped
+	shapeResult bool
+	fromCatalog bool // tools/list answered from the catalog
+	watchTools  bool // a notification stream read for tools/list_changed
+	shapeNotes  bool // an SSE answer whose progress and log notifications are shaped
+	// shapeMessages: every message of the answer that is not a result —
+	// JSON-RPC errors, notifications, server-to-client requests — is
+	// shaped (Pipeline.shapesMessages).
+	shapeMessages bool
+	// endStream: the event just shaped ends what the client gets of the
+	// stream (a server-to-client request it cannot answer, replaced by an
+	// error for the request).
+	endStream    bool
+	bodyChanged  bool // body differs from the body received
+	stopSent     bool // ResponseEvents emitted stop
+	ended        bool // End ran
+	loopLater    bool // the loop key is made when the answer is known (limits.go)
 	shaper       *shape.Shaper
 	coerced      []byte            // the arguments after coercion (nil: unchanged)
 	warnings     []args.Warning    // coercions applied
@@ -329,7 +341,6 @@ type Exchange struct {
 	// loopKey identifies the call for the loop brake; releaseSlot frees
 	// its concurrency slot; deadline bounds it upstream (limits.go).
 	loopKey     string
-	loopLater   bool // the loop key is made when the answer is known (limits.go)
 	releaseSlot func()
 	deadline    time.Duration
 	input       policy.Input
@@ -341,22 +352,13 @@ type Exchange struct {
 	catEntry policy.ToolCatalog
 	ls       *listStream // the notification stream watched for tool list changes (listchanged.go)
 
-	// shapeMessages: every message of the answer that is not a result —
-	// JSON-RPC errors, notifications, server-to-client requests — is
-	// shaped (Pipeline.shapesMessages).
-	shapeMessages bool
-	// endStream: the event just shaped ends what the client gets of the
-	// stream (a server-to-client request it cannot answer, replaced by an
-	// error for the request).
-	endStream bool
 	// codings are the content codings of a JSON answer, undone before
 	// it is inspected and relayed (coding.go).
 	codings []string
 
 	// body is the request body the stages judge and forward (decoded,
-	// rewritten); bodyChanged: it differs from the body received.
-	body        []byte
-	bodyChanged bool
+	// rewritten).
+	body []byte
 	// setHeader are request fields the forwarded request gets besides
 	// the verdict's own (Mcp-Param-* derived from the arguments).
 	setHeader mcp.Header
@@ -366,12 +368,9 @@ type Exchange struct {
 
 	// events relays a StreamSSE answer (ResponseEvents); stop holds the
 	// event that ends it once a kill switch covers the request, found by
-	// whichever of ResponseEvents and WatchSwitches looks first; stopSent:
-	// ResponseEvents emitted it.
-	events   *EventRewriter
-	stop     atomic.Pointer[[]byte]
-	stopSent bool
-	ended    bool // End ran
+	// whichever of ResponseEvents and WatchSwitches looks first.
+	events *EventRewriter
+	stop   atomic.Pointer[[]byte]
 }
 
 // MaxBodyBytes is the request body limit (Options.MaxBodyBytes), for an
