@@ -21,8 +21,8 @@ import (
 	"github.com/mcpgate/mcpgate/policy"
 )
 
-// ToolCatalog is mcpgate's own listing of each upstream's tools (issue
-// "tool contracts"): internal/app implements it with internal/catalog and
+// ToolCatalog is mcpgate's own listing of each upstream's tools (the
+// tool contracts): internal/app implements it with internal/catalog and
 // the pinned manifest. The pipeline reads it on every tools/list and
 // tools/call; implementations must be cheap and safe for concurrent use.
 type ToolCatalog interface {
@@ -281,8 +281,8 @@ func catalogEntry(t *CatalogTool) *policy.ToolCatalog {
 	return &policy.ToolCatalog{Listed: true, State: t.State, Hash: t.Hash, Title: t.Title, Annotations: t.Annotations}
 }
 
-// finderPrefixes start the names of tools that find things (seed 002:
-// find_ searches, list_ returns short full lists, get_ returns one object).
+// finderPrefixes start the names of tools that find things (by
+// convention: find_ searches, list_ returns short full lists, get_ returns one object).
 var finderPrefixes = []string{"find_", "search_", "list_", "get_"}
 
 // maxFinders bounds input.finders.
@@ -650,7 +650,7 @@ func (p *Pipeline) writeListedTool(enc *jsontext.Encoder, upstream string, t *Ca
 	// it is listed only for tools whose results pass unshaped by their
 	// declaration (no untrusted_text, result_fields or secret names). It
 	// is listed extended (refusal.OutputSchema) so mcpgate's own tool
-	// errors for the tool validate against it too (seed 002: the declared
+	// errors for the tool validate against it too (the declared
 	// outputSchema covers every structured result, errors included).
 	if len(t.OutputSchema) > 0 && p.shaper(upstream, t.Name) == nil {
 		_ = enc.WriteToken(jsontext.String("outputSchema"))
@@ -708,8 +708,8 @@ func (p *Pipeline) listedOutputSchema(t *CatalogTool) jsontext.Value {
 // and, recursively, the schemas of properties and of array items — unless
 // it combines schemas (allOf, anyOf, oneOf, not, if, $ref), where closing
 // one part would refuse another's members. Naive upstreams omit it and
-// silently ignore unknown fields; a model then believes it set something
-// (seed 002). The listed schema says so, and calls are checked against it.
+// silently ignore unknown fields; a model then believes it set
+// something. The listed schema says so, and calls are checked against it.
 func closeSchema(v jsontext.Value) (jsontext.Value, error) {
 	if v.Kind() != '{' {
 		return v, nil
@@ -869,4 +869,63 @@ func setMeta(result []byte, key string, value []byte) ([]byte, error) {
 		return nil, err
 	}
 	return withMember(result, "_meta", meta)
+}
+
+// lookupCatalog is the stage that looks at the catalog once per request:
+// the entry of a tools/call's tool, or the upstream's list for
+// tools/list, is the one the policy and the answer use (catalogTool,
+// listAnswer). A catalog that cannot be read refuses the request.
+func (p *Pipeline) lookupCatalog(_ context.Context, x *Exchange) *Verdict {
+	msg := x.msg
+	if p.opts.Catalog == nil || (msg.Method != "tools/call" && msg.Method != "tools/list") {
+		return nil
+	}
+	var loaded bool
+	if msg.Method == "tools/call" {
+		loaded = x.lookupTool(msg.Name)
+	} else {
+		x.cat.tools, loaded = p.opts.Catalog.Tools(x.req.Upstream)
+	}
+	if !loaded {
+		return x.answerAs(OutcomeError, catalogUnavailable(msg))
+	}
+	return nil
+}
+
+// toolsListAnswer answers an allowed tools/list from the catalog.
+func (p *Pipeline) toolsListAnswer(ctx context.Context, x *Exchange) *Verdict {
+	if x.msg.Method != "tools/list" || p.opts.Catalog == nil {
+		return nil
+	}
+	return x.answer(p.listAnswer(ctx, x))
+}
+
+// checkArguments is the stage that holds an allowed tools/call to its
+// tool's schema: the Mcp-Param-* headers against the arguments, and the
+// coerced arguments put back into the body. A confirmed action's call,
+// rebuilt from the stored action, gets its Mcp-Param-* fields derived.
+func (p *Pipeline) checkArguments(ctx context.Context, x *Exchange) *Verdict {
+	msg := x.msg
+	if msg.Method != "tools/call" {
+		return nil
+	}
+	if p.opts.Catalog != nil {
+		herr, set := x.checkParamHeaders()
+		if herr != nil {
+			return x.answerAs(OutcomeInvalid, local(herr.Status, mcp.ErrorResponse(msg.ID, herr)))
+		}
+		x.setHeader = set
+		if x.coerced != nil {
+			nb, err := replaceArguments(x.body, x.coerced)
+			if err != nil {
+				p.log.LogAttrs(ctx, slog.LevelError, "coerced arguments cannot be put back into the request", slog.Any("error", err))
+				return x.answerAs(OutcomeError, local(500, mcp.ErrorResponse(msg.ID, &mcp.Error{Code: mcp.CodeInternalError, Message: "The gateway could not rewrite the arguments."})))
+			}
+			x.body, x.bodyChanged = nb, true
+		}
+	}
+	if x.confirming != nil {
+		x.setHeader = x.paramHeaders()
+	}
+	return nil
 }

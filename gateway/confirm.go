@@ -51,7 +51,7 @@ func confirmSummary(title, tool, effect string, canonicalArgs []byte) string {
 }
 
 // preview stores the call as a pending action and answers with a preview:
-// nothing goes upstream until confirm_action (issue 6 item 3).
+// nothing goes upstream until confirm_action.
 func (p *Pipeline) preview(ctx context.Context, x *Exchange, d *policy.Decision) *Local {
 	w := p.opts.Writes
 	arguments := x.normalisedArguments()
@@ -145,7 +145,7 @@ type previewDetails struct {
 	ExpiresAt      string `json:"expires_at"`
 	NextTool       string `json:"next_tool"`
 	// ApprovalURL is the approval page's link of an out-of-band action
-	// (issue 8); the confirm_token never appears in it.
+	// (approval page); the confirm_token never appears in it.
 	ApprovalURL string `json:"approval_url,omitempty"`
 }
 
@@ -586,4 +586,31 @@ func textResult(text string, structured map[string]any) []byte {
 		"structuredContent": jsontext.Value(line),
 	}, json.Deterministic(true))
 	return out
+}
+
+// gatewayTools is the stage that runs mcpgate's own tools with write
+// safety on: a confirm_action that may run becomes the original call,
+// judged by the next stages with the current principal. A retry carrying
+// a requestState mcpgate sealed (an approval asked through
+// input_required) is checked before anything else; the approved call
+// goes on with the upstream's own state (elicit.go).
+func (p *Pipeline) gatewayTools(ctx context.Context, x *Exchange) *Verdict {
+	x.mark(SpanPolicy)
+	if p.opts.Writes == nil || x.msg.Method != "tools/call" {
+		return nil
+	}
+	if isGatewayTool(x.msg.Name) {
+		if l := p.gatewayTool(ctx, x, &x.body); l != nil {
+			return x.answer(l)
+		}
+		x.bodyChanged = true
+		return nil
+	}
+	if l := p.elicitRetry(ctx, x, &x.body); l != nil {
+		return x.answer(l)
+	}
+	if x.elicit != nil {
+		x.bodyChanged = true
+	}
+	return nil
 }

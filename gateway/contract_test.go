@@ -348,8 +348,8 @@ func (refuseRemote) Load(url string) (any, error) {
 // pinning, unusable, bad or tenant-like arguments, a decision whose result
 // paths cannot be used — is HTTP 200, isError, text "Error: … Fix: …"
 // ending with the JSON details equal to structuredContent, and that
-// structuredContent validates against every outputSchema tools/list shows
-// (seed 002). "Not found" points to a visible finder (find_bookings),
+// structuredContent validates against every outputSchema tools/list
+// shows. "Not found" points to a visible finder (find_bookings),
 // never to create_booking; hidden-by-reason refusals name the reason.
 func TestErrorContractEveryRefusal(t *testing.T) {
 	eng, err := policy.New(context.Background(), policy.Options{Declarations: contractDecls})

@@ -18,7 +18,7 @@ import (
 	"github.com/mcpgate/mcpgate/store"
 )
 
-// Confirmation through input_required (issue 6 item 3; MCP 2026-07-28,
+// Confirmation through input_required (MCP 2026-07-28,
 // schema "Multi Round-Trip": InputRequiredResult, InputResponseRequestParams;
 // "elicitation/create" form mode).
 //
@@ -97,7 +97,7 @@ type elicitState struct {
 // An out-of-band action (approved on the approval page) is asked through
 // URL-mode elicitation instead, when the client declares it and the
 // approval page is on: the request carries the page's link, and the retry
-// runs the action once a person approved it there (issue 8).
+// runs the action once a person approved it there.
 func (p *Pipeline) elicitsConfirmation(x *Exchange, approval string) bool {
 	w := p.opts.Writes
 	if w == nil || w.Sealer == nil || x.version < mcp.Version20260728 {

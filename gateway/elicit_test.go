@@ -283,7 +283,7 @@ func TestElicitUpstreamStatePassesThrough(t *testing.T) {
 // TestElicitOutOfBandURL: an action that must be approved out of band
 // (legally binding), for a client declaring URL-mode elicitation, is asked
 // through input_required with the approval page's link; the retry runs it
-// only once a person approved it there, and only once (issue 8).
+// only once a person approved it there, and only once.
 func TestElicitOutOfBandURL(t *testing.T) {
 	ctx := context.Background()
 	ks, err := sealing.GenerateKeySet()

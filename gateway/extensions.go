@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"slices"
 
@@ -10,7 +11,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 )
 
-// Capability extensions (issue 5, item 7).
+// Capability extensions.
 //
 // An extension changes what messages mean: new methods, new result shapes,
 // new members the policy never sees. A gateway that does not understand an
@@ -172,4 +173,20 @@ func (p *Pipeline) stripServerCapabilities(result []byte) ([]byte, error) {
 		return nil, err
 	}
 	return withMember(result, "capabilities", stripped)
+}
+
+// clientCapabilities is the stage that strips the client's unhandled
+// capabilities from the body (stripClientCapabilities).
+func (p *Pipeline) clientCapabilities(_ context.Context, x *Exchange) *Verdict {
+	if x.msg == nil {
+		return nil
+	}
+	nb, err := p.stripClientCapabilities(x.msg, x.body)
+	if err != nil {
+		return x.answerAs(OutcomeInvalid, local(400, mcp.ErrorResponse(idOrNull(x.msg.ID), &mcp.Error{Code: mcp.CodeInvalidParams, Message: "The client capabilities cannot be read."})))
+	}
+	if nb != nil {
+		x.body, x.bodyChanged = nb, true
+	}
+	return nil
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // Switches is the kill switch state the pipeline reads on every request
-// (ARCHITECTURE.md, pipeline step 3); internal/killswitch.Watcher
+// (the kill_switch stage); internal/killswitch.Watcher
 // implements it. Reads must be cheap and lock-free: they are on the hot
 // path.
 type Switches interface {
@@ -122,13 +122,13 @@ func (x *Exchange) switchedOff() (store.Switch, bool) {
 	return store.Switch{}, false
 }
 
-// killSwitch is the gate of pipeline step 3, run right after
-// authentication: while a kill switch covers the request it answers 503
+// killSwitch is the stage right after authentication: while a kill switch covers the request it answers 503
 // with Retry-After and a JSON-RPC error naming the admin's reason, for any
 // method; nothing is forwarded and nothing is queued. It is Go, not
 // policy: an incident switch must not depend on a policy that may be the
 // problem. It returns nil when the request may go on.
-func (p *Pipeline) killSwitch(ctx context.Context, x *Exchange) *Local {
+func (p *Pipeline) killSwitch(ctx context.Context, x *Exchange) *Verdict {
+	x.mark(SpanKillSwitch)
 	s, on := x.switchedOff()
 	if !on {
 		return nil
@@ -142,7 +142,7 @@ func (p *Pipeline) killSwitch(ctx context.Context, x *Exchange) *Local {
 	p.log.LogAttrs(ctx, slog.LevelInfo, "request refused: kill switch on",
 		slog.String("scope", scope), slog.String("tenant", s.Tenant),
 		slog.String("mcp_method", x.label), slog.String("upstream", x.req.Upstream), slog.String("transport", x.req.Transport))
-	return killSwitchLocal(x.msg, s)
+	return x.answer(killSwitchLocal(x.msg, s))
 }
 
 // killSwitchError is the JSON-RPC error of a request a kill switch
@@ -192,8 +192,8 @@ func killSwitchLocal(msg *mcp.Message, s store.Switch) *Local {
 // configured, an identity-encoded text/event-stream response that would
 // pass through untouched is relayed event by event instead (StreamSSE,
 // nothing changed in it), so that the error event lands between two
-// events. Every other mode is returned as it is. Adapters call it with
-// ResponseHeaders' mode and header.
+// events. Every other mode is returned as it is. ResponseHeaders applies
+// it.
 func (x *Exchange) KillableStream(mode ResponseMode, h mcp.Header) ResponseMode {
 	if mode != PassThrough || x.p.opts.Switches == nil {
 		return mode
@@ -218,9 +218,38 @@ func (x *Exchange) StreamStop() []byte {
 	if !on {
 		return nil
 	}
+	x.streamEnded(s)
+	return x.stopEvent(s)
+}
+
+// stopStream is StreamStop for the exchange's own relay: the switch is
+// found, counted and logged once, by whichever of ResponseEvents and
+// WatchSwitches looks first; later calls return the same bytes.
+func (x *Exchange) stopStream() []byte {
+	if ev := x.stop.Load(); ev != nil {
+		return *ev
+	}
+	s, on := x.switchedOff()
+	if !on {
+		return nil
+	}
+	ev := x.stopEvent(s)
+	if !x.stop.CompareAndSwap(nil, &ev) {
+		return *x.stop.Load()
+	}
+	x.streamEnded(s)
+	return ev
+}
+
+// streamEnded counts and logs a stream the switch s ended.
+func (x *Exchange) streamEnded(s store.Switch) {
 	x.p.m.killSwitchStreamEnded(x.req.Transport)
 	x.p.log.LogAttrs(x.ctx, slog.LevelInfo, "stream ended: kill switch on",
 		slog.String("tenant", s.Tenant), slog.String("mcp_method", x.label), slog.String("transport", x.req.Transport))
+}
+
+// stopEvent is the last event of a stream the switch s ended.
+func (x *Exchange) stopEvent(s store.Switch) []byte {
 	if x.msg == nil || x.msg.Kind != mcp.KindRequest {
 		return []byte(": mcpgate: kill switch on, stream ended\n\n")
 	}
@@ -228,11 +257,12 @@ func (x *Exchange) StreamStop() []byte {
 		Data: mcp.ErrorResponse(x.msg.ID, killSwitchError(s))})
 }
 
-// WatchSwitches calls stop once, from another goroutine, with StreamStop's
-// bytes as soon as a kill switch covers x's request (at once if one does
-// already), unless ctx ends or the returned cancel is called first. The
-// standalone proxy uses it to end a stream that waits for the upstream's
-// next event; stop must not block. Without switches it does nothing.
+// WatchSwitches calls stop once, from another goroutine, with the bytes
+// that end x's stream as soon as a kill switch covers its request (at once
+// if one does already), unless ctx ends or the returned cancel is called
+// first. The standalone proxy uses it to wake a relay that waits for the
+// upstream's next event (ResponseEvents then emits the bytes and ends the
+// stream); stop must not block. Without switches it does nothing.
 func (x *Exchange) WatchSwitches(ctx context.Context, stop func(last []byte)) (cancel func()) {
 	sw := x.p.opts.Switches
 	if sw == nil {
@@ -242,7 +272,7 @@ func (x *Exchange) WatchSwitches(ctx context.Context, stop func(last []byte)) (c
 	go func() {
 		for {
 			changed := sw.Changed()
-			if last := x.StreamStop(); last != nil {
+			if last := x.stopStream(); last != nil {
 				stop(last)
 				return
 			}

@@ -15,8 +15,7 @@ import (
 	"github.com/mcpgate/mcpgate/ratelimit"
 )
 
-// Limits are the limits per effect class (issue 6 item 4; seed 002,
-// "limits per effect class"): rate buckets the policy names
+// Limits are the limits per effect class: rate buckets the policy names
 // (Decision.Buckets), a concurrency cap per credential with slots kept for
 // writes, a loop brake on repeated identical failures and a deadline per
 // tool. Every refusal says when to retry.
@@ -318,26 +317,6 @@ func (m *Metrics) observeLimit(kind string) {
 	m.limits.WithLabelValues(kind).Inc()
 }
 
-// DeadlineExceeded is the answer to a tools/call whose upstream did not
-// answer within its deadline (d): a tool error saying the call may still
-// have taken effect; nil for other messages (the adapter answers 502).
-func (x *Exchange) DeadlineExceeded(d time.Duration) *Local {
-	if x.msg == nil || x.msg.Method != "tools/call" {
-		return nil
-	}
-	x.outcome = OutcomeError
-	reason := policy.Reason{
-		Code:  "deadline_exceeded",
-		Cause: "The tool did not answer within " + d.String() + "; the gateway stopped waiting.",
-		Fix:   "Retry in 30 seconds if it only reads.",
-	}
-	if x.write != nil {
-		reason.Fix = "It may have taken effect: check before calling it again."
-		reason.NextTool = ToolListRecentChanges
-	}
-	return x.withExtra(local(200, refusal.ToolError(x.msg.ID, []policy.Reason{reason}, "")))
-}
-
 // takeBuckets takes the call from every bucket the decision names; a
 // refusal says when to retry (the longest wait of the buckets refused).
 func (p *Pipeline) takeBuckets(ctx context.Context, x *Exchange, d *policy.Decision) *Local {
@@ -384,6 +363,19 @@ func (p *Pipeline) takeBuckets(ctx context.Context, x *Exchange, d *policy.Decis
 		x.outcome = OutcomeDeny
 		p.m.observeLimit("rate:" + refused)
 		return limitRefusal(x, d, "rate_limited", "Too many calls of this kind ("+refused+") for this credential or tenant.", wait)
+	}
+	return nil
+}
+
+// limits is the stage that runs the limits of an allowed tools/call
+// (limitsGate).
+func (p *Pipeline) limits(ctx context.Context, x *Exchange) *Verdict {
+	if x.msg.Method != "tools/call" {
+		return nil
+	}
+	x.mark(SpanLimits)
+	if l := p.limitsGate(ctx, x, x.decision); l != nil {
+		return x.answer(l)
 	}
 	return nil
 }

@@ -18,9 +18,9 @@ import (
 	"github.com/mcpgate/mcpgate/policy"
 )
 
-// notifications/tools/list_changed pushed to clients (issue 5 item 1:
-// "when pinning or rights change, notifications/tools/list_changed goes
-// out on open subscriptions/listen streams").
+// notifications/tools/list_changed pushed to clients: when pinning or
+// rights change, notifications/tools/list_changed goes out on open
+// subscriptions/listen streams.
 //
 // With the catalog on, tools/list is answered by mcpgate, so an
 // upstream's own announcement no longer covers every change a client
@@ -386,7 +386,7 @@ func (p *Pipeline) openListStream(ctx context.Context, x *Exchange) *listStream 
 	return s
 }
 
-// closeListStream forgets x's stream (Exchange.Finish).
+// closeListStream forgets x's stream (Exchange.End).
 func (p *Pipeline) closeListStream(x *Exchange) {
 	if x.ls != nil {
 		p.lists.remove(x.ls)
@@ -485,9 +485,9 @@ func (w *EventRewriter) Wake() <-chan struct{} {
 }
 
 // Pending emits the events mcpgate adds to the stream on its own (a
-// notifications/tools/list_changed announcement), if any is due. Adapters
-// call it when Wake is signalled and after each upstream chunk; it must
-// not run concurrently with Write or Flush.
+// notifications/tools/list_changed announcement), if any is due.
+// ResponseEvents calls it after each upstream chunk and when Wake was
+// signalled; it must not run concurrently with Write or Flush.
 func (w *EventRewriter) Pending(emit func([]byte) error) error {
 	if w.ls == nil || w.failed {
 		return nil

@@ -16,8 +16,8 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/routes"
 )
 
-// Resource URIs never choose the tenant (ARCHITECTURE.md, step 4; issue 5
-// item 6: "Resource URIs cannot name another tenant"). A platform team
+// Resource URIs never choose the tenant: they cannot name another
+// tenant. A platform team
 // says where the tenant sits in an upstream's URIs with patterns
 // (upstreams[].resource_tenant), e.g. "crm://{tenant}/**"; tenant-like
 // query parameters (?tenant=, ?org_id=, ... — the names of

@@ -43,12 +43,12 @@ var listKinds = map[string]string{
 
 // ErrUpstreamResponse is returned when an upstream response the pipeline must
 // inspect cannot be (compressed with an unknown coding, not JSON, not the
-// answer to the request). The adapter answers 502 (AnswerFailure); nothing
+// answer to the request). End(err) answers 502 in its place; nothing
 // unchecked reaches the client.
 var ErrUpstreamResponse = errors.New("upstream response cannot be inspected")
 
 // answerError is an upstream answer withheld for a reason the client is
-// told: message is the JSON-RPC error message AnswerFailure sends.
+// told: message is the JSON-RPC error message answerFailure sends.
 type answerError struct {
 	message string
 	err     error // the detail, for the log
@@ -79,31 +79,6 @@ const (
 // the pipeline could not inspect.
 const uncheckable = "The upstream MCP server answered with something mcpgate cannot check; the answer was withheld."
 
-// UpstreamFailure is the JSON-RPC error message adapters send (with 502)
-// when the upstream cannot be reached or its response cannot be inspected.
-const UpstreamFailure = "The upstream MCP server could not be reached or answered with something mcpgate cannot check."
-
-// AnswerFailure is the answer both adapters send in place of an upstream
-// response that ResponseHeaders or ResponseBody refused (err): 502 with a
-// JSON-RPC error for the request's id (null when the exchange answers no
-// request) whose message says why, when the pipeline knows.
-func (x *Exchange) AnswerFailure(err error) *Local {
-	msg := UpstreamFailure
-	if ae := (*answerError)(nil); errors.As(err, &ae) {
-		msg = ae.message
-	}
-	return x.withExtra(local(502, mcp.ErrorResponse(x.answeredID(), &mcp.Error{Code: mcp.CodeInternalError, Message: msg})))
-}
-
-// answeredID is the id of the request the exchange forwarded, null when
-// it forwarded none (a notification, a client's response, a GET stream).
-func (x *Exchange) answeredID() []byte {
-	if x.msg == nil || x.msg.Kind != mcp.KindRequest {
-		return jsonNull
-	}
-	return x.msg.ID
-}
-
 // answersRequest reports whether the upstream's answer must carry the
 // answer to a JSON-RPC request.
 func (x *Exchange) answersRequest() bool {
@@ -128,8 +103,17 @@ func mediaType(ct string) string {
 // answers that cannot be relayed as they are (an empty success answering
 // a request, a compressed event stream, a coding mcpgate cannot decode).
 // An adapter that knows the body is empty (no body follows the headers)
-// passes content-length 0.
+// passes content-length 0. With kill switches configured, an event stream
+// that would pass through is relayed event by event (KillableStream).
 func (x *Exchange) ResponseHeaders(status int, h mcp.Header) (ResponseMode, error) {
+	mode, err := x.responseHeaders(status, h)
+	if err != nil {
+		return mode, err
+	}
+	return x.KillableStream(mode, h), nil
+}
+
+func (x *Exchange) responseHeaders(status int, h mcp.Header) (ResponseMode, error) {
 	x.upstreamAnswered(status) // tracing.go
 	if status/100 == 2 && status != 202 && x.answersRequest() && h.Get("content-length") == "0" {
 		// Streamable HTTP: a request is answered with application/json
@@ -822,4 +806,40 @@ func (w *EventRewriter) event(raw []byte, emit func([]byte) error) error {
 	ev.Data = out
 	w.buf = sse.AppendEvent(w.buf[:0], ev)
 	return emit(w.buf)
+}
+
+// planShaping is the stage that decides how the answer of an allowed
+// request is inspected: the result shaper of a tools/call (its declared
+// result fields, untrusted text, secret names), the list a list method
+// filters, the third-party text of resources/read, prompts/get and
+// completion/complete, resource links of other tenants, the notification
+// streams read for tools/list_changed.
+func (p *Pipeline) planShaping(_ context.Context, x *Exchange) *Verdict {
+	msg := x.msg
+	if msg.Method != "tools/call" {
+		x.listKind = listKinds[msg.Method]
+		x.shapeResult = p.opts.Catalog != nil && textResults[msg.Method] || x.task.inspect
+		x.watchTools = msg.Method == "subscriptions/listen" && (p.opts.OnToolsChanged != nil || p.pushesListChanged())
+		if !x.shapeResult && x.checksResultURIs() && (msg.Method == "resources/read" || msg.Method == "prompts/get") {
+			x.shapeResult = true // resource links of other tenants are removed
+		}
+		return nil
+	}
+	d := x.decision
+	shaper, err := p.resultShaper(x.req.Upstream, msg.Name, d)
+	if err != nil {
+		p.log.LogAttrs(x.ctx, slog.LevelError, "the policy's result paths cannot be compiled; call refused",
+			slog.String("decision_id", d.ID), slog.String("tool", msg.Name), slog.Any("error", err))
+		return x.answerAs(OutcomeError, local(200, shapeRefusal(msg.ID, d.ID)))
+	}
+	x.shaper = shaper
+	x.shapeResult = x.shaper != nil || len(x.warnings) > 0 || x.checksResultURIs() || x.task.inspect
+	if p.opts.Limits != nil && p.opts.Limits.LoopBrake > 0 {
+		x.shapeResult = true // its outcome feeds the loop brake
+	}
+	// With the contracts on, a tool's stream is read even when its
+	// result needs no shaping: its progress and log notifications carry
+	// text too.
+	x.shapeNotes = p.opts.Catalog != nil
+	return nil
 }

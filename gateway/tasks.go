@@ -17,7 +17,7 @@ import (
 	"github.com/mcpgate/mcpgate/store"
 )
 
-// Tasks (issue 5, item 7; MCP 2025-11-25, basic/utilities/tasks).
+// Tasks (MCP 2025-11-25, basic/utilities/tasks).
 //
 // A client asks for a task by adding params.task ({ttl?: ms}) to
 // tools/call; the upstream answers with a CreateTaskResult
@@ -422,4 +422,12 @@ func (x *Exchange) watchedTaskStatus(body []byte) []byte {
 // escaped.
 func containsTaskStatus(body []byte) bool {
 	return bytes.Contains(body, []byte("notifications/tasks/status")) || bytes.Contains(body, []byte(`\u`))
+}
+
+// taskGate is the stage that runs the task gate (taskRequest).
+func (p *Pipeline) taskGate(ctx context.Context, x *Exchange) *Verdict {
+	if l := p.taskRequest(ctx, x); l != nil {
+		return x.answer(l)
+	}
+	return nil
 }

@@ -11,7 +11,8 @@ import (
 )
 
 // DefaultTenantArguments are argument names that would let the model
-// choose a tenant (seed 002, tenant binding); Options.TenantArguments adds
+// choose a tenant (the tenant comes from the credential);
+// Options.TenantArguments adds
 // to them.
 var DefaultTenantArguments = []string{"tenant", "tenant_id", "workspace_id", "org_id"}
 

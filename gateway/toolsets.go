@@ -13,9 +13,8 @@ import (
 )
 
 // ToolsetFull is the built-in toolset that holds every tool with its full
-// description: the toolset of a connection that names none (seed 002,
-// "toolsets bound to the connection: a core set ..., a standard set, a
-// full set").
+// description: the toolset of a connection that names none (toolsets
+// are bound to the connection: a core set, a standard set, a full set).
 const ToolsetFull = "full"
 
 // AuthUnknownToolset is the code of the refusal of a credential bound to a

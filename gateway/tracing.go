@@ -202,7 +202,7 @@ func (x *Exchange) upstreamAnswered(status int) {
 	tr.phase, tr.phaseAt = SpanResponse, time.Now()
 }
 
-// endTrace ends the request's spans once (Finish).
+// endTrace ends the request's spans once (End).
 func (x *Exchange) endTrace() {
 	tr := x.trace()
 	if tr == nil || tr.span == nil {

@@ -1,52 +1,13 @@
 package gateway
 
 import (
-	"errors"
-	"mime"
+	"context"
 	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 )
-
-// decodeBody undoes a request's Content-Encoding (decodeContent) so the
-// pipeline never inspects compressed bytes as JSON: identity passes, gzip
-// and deflate (stacked too) are decoded within the body limit (413 above
-// it), corrupt data is 400 and any other coding 415.
-func decodeBody(encoding string, body []byte, limit int64) ([]byte, bool, *mcp.Error) {
-	if limit > 0 && int64(len(body)) > limit {
-		return nil, false, tooLarge(limit)
-	}
-	codings := contentCodings([]string{encoding})
-	if len(codings) == 0 {
-		return body, false, nil
-	}
-	out, err := decodeContent(codings, body, limit)
-	var ce *codingError
-	switch {
-	case err == nil:
-		return out, true, nil
-	case errors.Is(err, errTooLarge):
-		return nil, false, tooLarge(limit)
-	case errors.Is(err, errUnsupportedCoding) && errors.As(err, &ce):
-		return nil, false, &mcp.Error{Status: 415, Code: mcp.CodeInvalidRequest, Message: "Content-Encoding " + quote(ce.Coding) + " is not supported; send identity, gzip or deflate"}
-	case errors.As(err, &ce):
-		return nil, false, &mcp.Error{Status: 400, Code: mcp.CodeParseError, Message: "request body is not valid " + strings.ToLower(ce.Coding) + ": " + ce.Err.Error()}
-	}
-	return nil, false, &mcp.Error{Status: 400, Code: mcp.CodeParseError, Message: "request body cannot be decoded"}
-}
-
-// TooLarge is the 413 answer for a body over limit bytes; adapters that
-// enforce the limit while reading use it too.
-func TooLarge(limit int64) *Local {
-	e := tooLarge(limit)
-	return local(e.Status, mcp.ErrorResponse(jsonNull, e))
-}
-
-func tooLarge(limit int64) *mcp.Error {
-	return &mcp.Error{Status: 413, Code: mcp.CodeInvalidRequest, Message: "request body exceeds " + strconv.FormatInt(limit, 10) + " bytes"}
-}
 
 // CORS: the request headers an MCP client sends cross-origin, and the
 // response headers it must be able to read.
@@ -294,42 +255,6 @@ func isLoopbackOrigin(o string) bool {
 	return false
 }
 
-// isJSON reports whether a Content-Type is application/json (parameters
-// and case tolerated) in UTF-8, the only encoding JSON-RPC bodies are
-// parsed in (RFC 8259 §8.1).
-func isJSON(contentType string) bool {
-	if plainMediaType(contentType, "application/json") {
-		return true // what mime.ParseMediaType makes of it: no charset
-	}
-	mt, params, err := mime.ParseMediaType(contentType)
-	if err != nil || mt != "application/json" {
-		return false
-	}
-	cs, ok := params["charset"]
-	return !ok || strings.EqualFold(cs, "utf-8") || strings.EqualFold(cs, "utf8")
-}
-
-// plainMediaType reports whether the field value v is the media type mt
-// (lower case) alone, in any ASCII case, without parameters or spaces: the
-// common form, which mime.ParseMediaType parses to mt and no parameters,
-// recognised without its allocations. Anything else is left to
-// mime.ParseMediaType.
-func plainMediaType(v, mt string) bool {
-	if len(v) != len(mt) {
-		return false
-	}
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != mt[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // isToken reports whether s is an HTTP field name (RFC 9110 token).
 func isToken(s string) bool {
 	if s == "" {
@@ -345,4 +270,48 @@ func isToken(s string) bool {
 		}
 	}
 	return true
+}
+func (p *Pipeline) originAllowed(origin string) bool {
+	o := strings.ToLower(strings.TrimSuffix(origin, "/"))
+	if len(p.origins) > 0 {
+		return p.origins[o]
+	}
+	return isLoopbackOrigin(o)
+}
+
+// transportGate is the first stage: the header gate (headerFaults) and
+// the Origin allowlist.
+func (p *Pipeline) transportGate(_ context.Context, x *Exchange) *Verdict {
+	r := x.req
+	if l := p.headerFaults(r); l != nil {
+		return x.answerAs(OutcomeInvalid, l)
+	}
+	if origin := r.Header.Get("origin"); origin != "" && !p.originAllowed(origin) {
+		return x.answerAs(OutcomeInvalid, local(403, mcp.ErrorResponse(nil, &mcp.Error{Code: mcp.CodeInvalidRequest, Message: "Origin " + quote(origin) + " is not allowed"})))
+	}
+	return nil
+}
+
+// methodGate answers a CORS preflight (OPTIONS) and refuses HTTP methods
+// MCP does not use (405). GET (an older revision's server-to-client
+// stream) and DELETE (its session end) carry no JSON-RPC message; the
+// upstream applies its own session rules, and revision 2026-07-28
+// servers answer 405. A body, or headers naming a message, would reach
+// the upstream unchecked: refused. POST goes on to parseMessage.
+func (p *Pipeline) methodGate(_ context.Context, x *Exchange) *Verdict {
+	r := x.req
+	switch r.Method {
+	case "POST":
+		return nil
+	case "OPTIONS":
+		return x.answerAs(OutcomeAllow, preflight(r.Header))
+	case "GET", "DELETE":
+		if len(r.Body) > 0 || r.Header.Has(mcp.HeaderMethod) || r.Header.Has(mcp.HeaderName) {
+			return x.answerAs(OutcomeInvalid, local(400, mcp.ErrorResponse(jsonNull, &mcp.Error{Code: mcp.CodeInvalidRequest, Message: r.Method + " carries no JSON-RPC message: no body, Mcp-Method or Mcp-Name"})))
+		}
+		return nil
+	}
+	l := local(405, nil)
+	l.Header = mcp.Header{"allow": {"GET, POST, DELETE, OPTIONS"}}
+	return x.answerAs(OutcomeInvalid, l)
 }

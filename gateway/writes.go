@@ -21,8 +21,8 @@ import (
 )
 
 // WriteSafety is the state behind replay protection and two-step
-// confirmation (issue 6; seed 002, "replay protection on every silent
-// write" and "two steps for notify, wake, alerting and delete"). The
+// confirmation: replay protection on every silent write, two steps for
+// notify, wake, alerting and delete. The
 // policy decides which applies to a call (Decision.Replay,
 // Decision.Confirm); this is the mechanics.
 type WriteSafety struct {
@@ -80,8 +80,8 @@ const ReplayedMetaKey = "io.mcpgate/replayed"
 
 // IdempotencyKeyArgument is the tools/call argument an upstream tool may
 // declare to let clients name a write: the same key with other arguments
-// is refused (seed 002, "an optional idempotency_key is bound to the
-// argument digest").
+// is refused (an optional idempotency_key is bound to the argument
+// digest).
 const IdempotencyKeyArgument = "idempotency_key"
 
 // confirmTokenPrefix starts every confirm_token (shown once, stored only
@@ -545,11 +545,6 @@ func (x *Exchange) release() {
 	}
 }
 
-// Unsent tells the exchange that its request never reached the upstream
-// (the connection could not be made): a write's claim is released, so a
-// retry runs it. Adapters call it before Finish.
-func (x *Exchange) Unsent() { x.release() }
-
 // paramHeaders are the Mcp-Param-<Name> fields of a rebuilt call (a
 // confirmed action), derived from its arguments.
 func (x *Exchange) paramHeaders() mcp.Header {
@@ -569,7 +564,7 @@ func (x *Exchange) paramHeaders() mcp.Header {
 // gatewayToolDefs are the tools/list entries of mcpgate's own tools.
 // confirm_action is annotated destructive and asks clients that honour it
 // for a person's interaction on every call
-// (_meta["anthropic/requiresUserInteraction"], seed 002 "approval").
+// (_meta["anthropic/requiresUserInteraction"]).
 var gatewayToolDefs = map[string]string{
 	ToolConfirmAction: `{"name":"confirm_action","title":"Confirm a previewed action",` +
 		`"description":"Executes an action the gateway previewed (a message, a page, an alert change or a deletion), once, after the user agreed to its confirm_summary. Pass the confirm_token and the exact confirm_summary from the preview.",` +
@@ -682,4 +677,17 @@ func withResultType(body []byte) []byte {
 		return out
 	}
 	return body
+}
+
+// writeSafetyGate is the stage that runs write safety on an allowed
+// tools/call (writeSafety).
+func (p *Pipeline) writeSafetyGate(ctx context.Context, x *Exchange) *Verdict {
+	if x.msg.Method != "tools/call" {
+		return nil
+	}
+	x.mark(SpanWriteSafety)
+	if l := p.writeSafety(ctx, x, x.decision); l != nil {
+		return x.answer(l)
+	}
+	return nil
 }

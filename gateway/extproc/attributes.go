@@ -61,8 +61,7 @@ func metadataUpstream(fm map[string]*structpb.Struct) string {
 
 // routeNames memoises textRouteUpstream: Envoy sends the same route
 // metadata text with every request of a route, and parsing the protobuf
-// text form per request was ~2 % of the ext_proc server's CPU under load
-// (go run ./e2e/bench, pprof). The texts come from the route
+// text form is done once per text. The texts come from the route
 // configuration, not from clients; still, at most maxRouteNames are kept,
 // and a text beyond that is parsed every time.
 var routeNames struct {

@@ -43,7 +43,7 @@ func BenchmarkExtProcToolsCall(b *testing.B) {
 // server in a process of its own (this test binary run again, see
 // TestServeForBench), so that server-µs/op is the server's CPU alone —
 // gRPC, protobuf, the adapter and the pipeline — per tools/call, as
-// issue 7's target counts it (≤ 150 µs); client-µs/op is the gRPC client
+// a budget counts it; client-µs/op is the gRPC client
 // playing Envoy. Both are utime+stime, the server's from
 // /proc/<pid>/stat (proc(5)) in 10 ms ticks: run it for a second or more.
 // allocs/op counts the client only.

@@ -158,17 +158,18 @@ func New(o Options) (*Server, error) {
 
 // exchange is the state of one HTTP request on its stream.
 type exchange struct {
-	s        *Server
-	stream   extprocv3.ExternalProcessor_ProcessServer
-	ctx      context.Context
-	req      *gateway.Request
-	x        *gateway.Exchange
-	verdict  gateway.Verdict
-	mode     gateway.ResponseMode
-	rw       *gateway.EventRewriter
-	finished bool
-	out      []byte
-	killed   bool // a kill switch ended the response stream (killswitch.go)
+	s       *Server
+	stream  extprocv3.ExternalProcessor_ProcessServer
+	ctx     context.Context
+	req     *gateway.Request
+	x       *gateway.Exchange
+	verdict gateway.Verdict
+	mode    gateway.ResponseMode
+	// streaming: a StreamSSE answer is being relayed (ResponseEvents).
+	streaming bool
+	finished  bool
+	out       []byte
+	killed    bool // a kill switch ended the response stream (killswitch.go)
 	// path is the :path the upstream gets when the client's had a query
 	// ("" when it had none): MCP endpoints take no query parameters, and
 	// the client's query is read by the gates, never forwarded.
@@ -204,8 +205,16 @@ func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error
 func (ex *exchange) finish() {
 	if ex.x != nil && !ex.finished {
 		ex.finished = true
-		ex.x.Finish()
+		ex.x.End(nil)
 	}
+}
+
+// fail ends the exchange with the upstream's failure err and returns the
+// immediate response that answers in its place.
+func (ex *exchange) fail(err error) *extprocv3.ProcessingResponse {
+	ex.s.log.LogAttrs(ex.ctx, slog.LevelWarn, "upstream response cannot be inspected", slog.String("upstream", ex.req.Upstream), slog.Any("error", err))
+	ex.finished = true
+	return immediate(ex.x.End(err))
 }
 
 func (ex *exchange) handle(in *extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse {
@@ -248,8 +257,7 @@ func (ex *exchange) requestHeaders(in *extprocv3.ProcessingRequest, h *extprocv3
 		upstream, tenant, found := ex.s.upstream(in, h, hdr, path)
 		switch found {
 		case noUpstream:
-			return immediate(&gateway.Local{Status: 500, Header: mcp.Header{"content-type": {"application/json"}},
-				Body: mcp.ErrorResponse([]byte("null"), &mcp.Error{Code: mcp.CodeInternalError, Message: "mcpgate: no upstream is configured for this route"})})
+			return immediate(gateway.Misconfigured("mcpgate: no upstream is configured for this route"))
 		case notOnRoute:
 			ex.s.log.LogAttrs(ex.ctx, slog.LevelDebug, "path on no route of mcpgate; 404", slog.String("upstream", upstream), slog.String("path", path))
 			return immediate(gateway.NotFound())
@@ -296,8 +304,7 @@ func (ex *exchange) requestBody(b *extprocv3.HttpBody) *extprocv3.ProcessingResp
 	if !b.GetEndOfStream() {
 		// A partial body means Envoy is not in BUFFERED mode; deciding on
 		// part of a message is never allowed.
-		return immediate(&gateway.Local{Status: 500, Header: mcp.Header{"content-type": {"application/json"}},
-			Body: mcp.ErrorResponse([]byte("null"), &mcp.Error{Code: mcp.CodeInternalError, Message: "mcpgate: Envoy must send the request body BUFFERED (request_body_mode: BUFFERED)"})})
+		return immediate(gateway.Misconfigured("mcpgate: Envoy must send the request body BUFFERED (request_body_mode: BUFFERED)"))
 	}
 	ex.req.Body = b.GetBody()
 	ex.decide(gateway.PhaseRequestBody)
@@ -426,10 +433,8 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.Process
 	}
 	mode, err := ex.x.ResponseHeaders(code, hdr)
 	if err != nil {
-		ex.s.log.LogAttrs(ex.ctx, slog.LevelWarn, "upstream response cannot be inspected", slog.String("upstream", ex.req.Upstream), slog.Any("error", err))
-		return immediate(ex.x.AnswerFailure(err))
+		return ex.fail(err)
 	}
-	mode = ex.x.KillableStream(mode, hdr) // killswitch.go
 	ex.mode = mode
 	set := ex.verdict.ResponseExtra
 	var remove []string
@@ -451,7 +456,7 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.Process
 			set = set.Clone()
 		}
 		set.Set("x-accel-buffering", "no")
-		ex.rw = ex.x.NewEventRewriter(ex.ctx)
+		ex.streaming = true
 	}
 	return headersResponseFor(true, mutation(set, remove), override)
 }
@@ -473,7 +478,7 @@ func responseMode(body filterv3.ProcessingMode_BodySendMode) *filterv3.Processin
 // responseBody shapes a BUFFERED JSON body, or one STREAMED chunk of SSE.
 func (ex *exchange) responseBody(b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
 	cont := &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{}}}
-	if ex.x == nil || ex.finished && ex.rw == nil {
+	if ex.x == nil || ex.finished && !ex.streaming {
 		return cont // nothing to do, or a repeated end of stream
 	}
 	switch ex.mode {
@@ -483,10 +488,7 @@ func (ex *exchange) responseBody(b *extprocv3.HttpBody) *extprocv3.ProcessingRes
 		}
 		out, changed, err := ex.x.ResponseBody(ex.ctx, b.GetBody())
 		if err != nil {
-			ex.s.log.LogAttrs(ex.ctx, slog.LevelWarn, "upstream response cannot be inspected", slog.String("upstream", ex.req.Upstream), slog.Any("error", err))
-			l := ex.x.AnswerFailure(err)
-			ex.finish()
-			return immediate(l)
+			return ex.fail(err)
 		}
 		ex.finish()
 		if !changed {
@@ -499,22 +501,24 @@ func (ex *exchange) responseBody(b *extprocv3.HttpBody) *extprocv3.ProcessingRes
 			Response: &extprocv3.CommonResponse{HeaderMutation: mutation(set, contentEncoding), BodyMutation: &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: out}}},
 		}}}
 	case gateway.StreamSSE:
-		if ex.rw == nil {
+		if !ex.streaming {
 			return cont // a repeated end of stream
-		}
-		if r := ex.killSwitchChunk(b); r != nil { // killswitch.go
-			return r
 		}
 		ex.out = ex.out[:0]
 		emit := func(p []byte) error { ex.out = append(ex.out, p...); return nil }
-		_ = ex.rw.Write(b.GetBody(), emit)
+		var end error
+		if b.GetEndOfStream() {
+			end = io.EOF
+		}
 		// mcpgate's own events (a tools/list_changed announcement) ride on
 		// this chunk: ext_proc can only answer the messages Envoy sends,
 		// so an announcement waits for the upstream's next chunk.
-		_ = ex.rw.Pending(emit)
-		if b.GetEndOfStream() {
-			_ = ex.rw.Flush(emit)
-			ex.rw = nil
+		err := ex.x.ResponseEvents(ex.ctx, b.GetBody(), end, emit)
+		if errors.Is(err, gateway.ErrStreamStopped) {
+			return ex.stopped(b) // killswitch.go
+		}
+		if end != nil {
+			ex.streaming = false
 			ex.finish()
 		}
 		mut := &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: append([]byte(nil), ex.out...)}}
@@ -692,8 +696,7 @@ type pseudoHeaders struct {
 // slice capped at length 1, so that a repeated field — or a later Add by
 // the pipeline — appends into a fresh array and never overwrites the next
 // field's value. That makes the map's values one allocation instead of one
-// per field (go run ./e2e/bench, pprof: this function was ~8 % of the
-// ext_proc server's allocated bytes).
+// per field.
 func fromHeaderMap(hm *corev3.HeaderMap) (mcp.Header, pseudoHeaders) {
 	hvs := hm.GetHeaders()
 	hdr := make(mcp.Header, len(hvs))
@@ -735,10 +738,8 @@ func fromHeaderMap(hm *corev3.HeaderMap) (mcp.Header, pseudoHeaders) {
 // A fixed window turns off grpc-go's bandwidth-delay estimation, which
 // otherwise sends a PING and a WINDOW_UPDATE after nearly every DATA frame
 // it receives when messages are as small as ext_proc's, and processes
-// each PING's acknowledgement: per tools/call (BenchmarkExtProcToolsCall
-// under strace) the server sent 4 PINGs and 3 WINDOW_UPDATEs beside its
-// 5 frames of answers and read 4 more acknowledgements; with the fixed
-// window it sends none of them. The estimation pays on long,
+// each PING's acknowledgement; with the fixed window it sends none of
+// them. The estimation pays on long,
 // high-latency links; Envoy talks to mcpgate over loopback, a Unix socket
 // or a cluster network. 1 MiB lets a request body up to about 1 MiB
 // arrive without waiting for a window update (a larger message is granted

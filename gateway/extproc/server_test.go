@@ -98,16 +98,23 @@ func headers(kv ...string) *corev3.HeaderMap {
 	return hm
 }
 
+// exchange sends req and returns the server's answer to it, past any
+// override_message_timeout the server sends first (it does at half the
+// message budget, which a slow, loaded test machine can reach).
 func exchange(t testing.TB, s extprocv3.ExternalProcessor_ProcessClient, req *extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse {
 	t.Helper()
 	if err := s.Send(req); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := s.Recv()
-	if err != nil {
-		t.Fatal(err)
+	for {
+		resp, err := s.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.GetResponse() != nil || resp.GetOverrideMessageTimeout() == nil {
+			return resp
+		}
 	}
-	return resp
 }
 
 func reqHeaders(path string, attrs map[string]*structpb.Struct, kv ...string) *extprocv3.ProcessingRequest {

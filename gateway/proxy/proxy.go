@@ -113,12 +113,8 @@ func (st *state) Value(key any) any {
 // finish releases the deadline and ends the exchange (metrics, slot).
 func (st *state) finish() {
 	st.done()
-	st.x.Finish()
+	st.x.End(nil)
 }
-
-// errToolDeadline is the cause of a tools/call's own deadline (not the
-// upstream's timeout).
-var errToolDeadline = errors.New("the tool's deadline passed")
 
 // done releases the deadline timer of the exchange, if any.
 func (st *state) done() {
@@ -186,9 +182,8 @@ func New(o Options) (*Proxy, error) {
 }
 
 // copyBuffers are the 32 KiB buffers ReverseProxy copies response bodies
-// through. Without a pool it allocates (and clears) one per request: for
-// a small JSON answer that was the largest allocation of a tools/call and
-// about 5 % of the proxy's CPU under load.
+// through. Without a pool it allocates (and clears) one per request, the
+// largest allocation of a small JSON answer's relay.
 var copyBuffers httputil.BufferPool = &bufferPool{}
 
 type bufferPool struct{ p sync.Pool }
@@ -249,7 +244,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if rt == nil {
 		// A path the pipeline answers itself never goes upstream.
-		x.Finish()
+		x.End(nil)
 		writeLocal(w, gateway.NotFound(), nil)
 		return
 	}
@@ -399,7 +394,7 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 		pr.Out.GetBody = nil
 	}
 	if st.v.Deadline > 0 {
-		ctx, cancel := context.WithTimeoutCause(pr.Out.Context(), st.v.Deadline, errToolDeadline)
+		ctx, cancel := context.WithTimeoutCause(pr.Out.Context(), st.v.Deadline, gateway.ErrDeadline)
 		pr.Out, st.cancel, st.deadline = pr.Out.WithContext(ctx), cancel, ctx
 	}
 	st.sent = time.Now()
@@ -422,7 +417,6 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	if err != nil {
 		return err
 	}
-	mode = st.x.KillableStream(mode, h) // killswitch.go
 	switch mode {
 	case gateway.BufferJSON:
 		limit := p.o.MaxResponseBytes
@@ -452,8 +446,8 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		resp.Header.Del("Content-Length")
 		resp.ContentLength = -1
 		resp.Header.Set("X-Accel-Buffering", "no")
-		er := newEventReader(resp.Body, st.x.NewEventRewriter(resp.Request.Context()))
-		er.watchSwitches(resp.Request.Context(), st.x) // killswitch.go
+		er := newEventReader(resp.Request.Context(), resp.Body, st.x)
+		er.watchSwitches() // killswitch.go
 		resp.Body = &finishBody{ReadCloser: er, detach: st.v.Detach, st: st}
 	default:
 		if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
@@ -465,41 +459,27 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 }
 
 // errorHandler answers when the upstream cannot be reached or its response
-// cannot be inspected: 502 with a JSON-RPC error for the request's id.
+// cannot be inspected: the exchange's End says with what.
 func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
 	st := r.Context().Value(ctxKey{}).(*state)
-	defer st.x.Finish()
 	defer st.done()
 	if isDialError(err) {
-		st.x.Unsent() // nothing reached the upstream
+		err = errors.Join(gateway.ErrUnreached, err)
 	}
-	if st.deadline != nil && context.Cause(st.deadline) == errToolDeadline {
-		if l := st.x.DeadlineExceeded(st.v.Deadline); l != nil {
-			writeLocal(w, l, st.v.ResponseExtra)
-			return
-		}
-	}
-	if errors.Is(err, context.Canceled) {
+	// A tools/call's own deadline (the only calls with one) is answered
+	// with a tool error, not logged as an upstream failure.
+	deadline := st.deadline != nil && context.Cause(st.deadline) == gateway.ErrDeadline
+	switch {
+	case deadline:
+		err = errors.Join(gateway.ErrDeadline, err)
+	case errors.Is(err, context.Canceled):
 		p.log.LogAttrs(r.Context(), slog.LevelDebug, "client went away", slog.String("upstream", st.routeID))
-		return
+	default:
+		p.log.LogAttrs(r.Context(), slog.LevelWarn, "upstream exchange failed", slog.String("upstream", st.routeID), slog.Any("error", err))
 	}
-	p.log.LogAttrs(r.Context(), slog.LevelWarn, "upstream exchange failed", slog.String("upstream", st.routeID), slog.Any("error", err))
-	if errors.Is(err, gateway.ErrUpstreamResponse) {
-		// The pipeline refused the answer (ModifyResponse): the same
-		// answer the ext_proc adapter sends.
-		writeLocal(w, st.x.AnswerFailure(err), st.v.ResponseExtra)
-		return
+	if l := st.x.End(err); l != nil {
+		writeLocal(w, l, st.v.ResponseExtra)
 	}
-	var id []byte
-	if m := st.x.Message(); m != nil && m.Kind == mcp.KindRequest {
-		id = m.ID
-	}
-	if id == nil {
-		w.WriteHeader(http.StatusBadGateway)
-		return
-	}
-	writeLocal(w, &gateway.Local{Status: http.StatusBadGateway, Header: mcp.Header{"content-type": {"application/json"}},
-		Body: mcp.ErrorResponse(id, &mcp.Error{Code: mcp.CodeInternalError, Message: gateway.UpstreamFailure})}, st.v.ResponseExtra)
 }
 
 // noBody is the content-length value ResponseHeaders gets for a response

@@ -1,0 +1,110 @@
+package gateway
+
+import (
+	"context"
+	"time"
+
+	"github.com/mcpgate/mcpgate/gateway/mcp"
+)
+
+// A stage is one step of the request side. It returns the exchange's
+// verdict when the request is answered or forwarded (&x.verdict, set with
+// x.answer, x.answerAs or x.forwardWith), nil to go on to the next stage.
+type stage struct {
+	name string
+	run  func(p *Pipeline, ctx context.Context, x *Exchange) *Verdict
+}
+
+// requestStages are the stages of a request, in order; the package doc
+// names the file of each. A stage that does not apply to the request
+// (a GET has no message to parse, only tools/call has limits) returns nil
+// at once.
+var requestStages = []stage{
+	{"transport", (*Pipeline).transportGate},         // transport.go: header fields, Origin
+	{"documents", (*Pipeline).serveDocuments},        // documents.go: resource metadata, assertion keys
+	{"query", (*Pipeline).queryGate},                 // query.go: no tenant in the query string
+	{"method", (*Pipeline).methodGate},               // transport.go: OPTIONS, GET/DELETE, 405
+	{"parse", (*Pipeline).parseMessage},              // parse.go: Content-Type, coding, JSON-RPC, MCP headers
+	{"authenticate", (*Pipeline).authenticate},       // authenticate.go: credential, toolset
+	{"kill_switch", (*Pipeline).killSwitch},          // killswitch.go
+	{"session", (*Pipeline).checkSession},            // session.go: Mcp-Session-Id binding
+	{"capabilities", (*Pipeline).clientCapabilities}, // extensions.go: unhandled client capabilities
+	{"relay", (*Pipeline).relayUndecided},            // forward.go: GET, DELETE, a client's response
+	{"gateway_tools", (*Pipeline).gatewayTools},      // confirm.go: confirm_action, reject_action, approvals
+	{"catalog", (*Pipeline).lookupCatalog},           // catalog.go: the tool's entry or the list
+	{"policy", (*Pipeline).policyDecision},           // decide.go: the Rego decision, refusals
+	{"tasks", (*Pipeline).taskGate},                  // tasks.go
+	{"tools_list", (*Pipeline).toolsListAnswer},      // catalog.go: tools/list from the catalog
+	{"arguments", (*Pipeline).checkArguments},        // catalog.go: Mcp-Param-*, coerced arguments
+	{"shaping", (*Pipeline).planShaping},             // response.go: how the answer is inspected
+	{"limits", (*Pipeline).limits},                   // limits.go: buckets, concurrency, loop brake, deadline
+	{"write_safety", (*Pipeline).writeSafetyGate},    // writes.go: replay window, confirmation
+	{"forward", (*Pipeline).forward},                 // forward.go: header mutations, assertion, audit
+}
+
+// HandleRequest is the request phase of an exchange: it runs the stages of
+// requestStages in order on r and returns the exchange, whose methods are
+// the response phases, with its verdict (answer locally, or forward).
+func (p *Pipeline) HandleRequest(ctx context.Context, r *Request) (*Exchange, Verdict) {
+	p = p.cur.Load() // the settings this exchange runs with, start to end
+	x := &Exchange{ctx: ctx, p: p, req: r, start: time.Now(), label: LabelNone}
+	if p.opts.Tracer != nil {
+		ctx = p.startTrace(x)
+	}
+	p.handle(ctx, x)
+	v := &x.verdict
+	if v.Local != nil && x.version >= mcp.Version20260728 && !x.fromCatalog {
+		// (tools/list answered from the catalog writes it itself: no
+		// second pass over the whole list.)
+		v.Local.Body = withResultType(v.Local.Body)
+	}
+	if v.Local != nil && x.outcome == OutcomeAllow && !x.fromCatalog {
+		x.outcome = OutcomeLocal
+	}
+	if origin := r.Header.Get("origin"); origin != "" && x.outcome != OutcomeInvalid {
+		v.ResponseExtra = corsResponseHeader(origin)
+		if v.Local != nil {
+			for k, vals := range v.ResponseExtra {
+				if v.Local.Header == nil {
+					v.Local.Header = mcp.Header{}
+				}
+				v.Local.Header[k] = vals
+			}
+		}
+	}
+	if p.opts.Tracer != nil {
+		p.endRequestTrace(x, v)
+	}
+	if v.Local != nil {
+		x.End(nil)
+	}
+	return x, *v
+}
+
+// handle runs the stages until one answers or forwards the request (the
+// forward stage always does), leaving the verdict in x.verdict.
+func (p *Pipeline) handle(ctx context.Context, x *Exchange) {
+	for i := range requestStages {
+		if requestStages[i].run(p, ctx, x) != nil {
+			return
+		}
+	}
+}
+
+// answer ends the request side with the local answer l.
+func (x *Exchange) answer(l *Local) *Verdict {
+	x.verdict = Verdict{Local: l}
+	return &x.verdict
+}
+
+// answerAs records outcome and ends the request side with l.
+func (x *Exchange) answerAs(outcome string, l *Local) *Verdict {
+	x.outcome = outcome
+	return x.answer(l)
+}
+
+// forwardWith ends the request side with v (forwardVerdict's).
+func (x *Exchange) forwardWith(v Verdict) *Verdict {
+	x.verdict = v
+	return &x.verdict
+}
