@@ -22,7 +22,7 @@ import (
 	"github.com/mcpgate/mcpgate/policy"
 )
 
-// Tasks and extensions end to end (issue 5, item 7), through the standalone
+// Tasks and extensions end to end, through the standalone
 // proxy and through Envoy (the driver) + ext_proc.
 //
 // The official Go SDK (go.mod: v1.8.0) cannot serve tasks: it knows

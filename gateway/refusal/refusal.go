@@ -1,9 +1,8 @@
 // Package refusal builds every answer mcpgate gives instead of forwarding a
 // message: the tool-error result for a refused tools/call, the JSON-RPC error
 // for other refused requests, and the protocol faults of gateway/mcp. One
-// package builds them so the error contract (ARCHITECTURE.md, "Errors the
-// agent sees"; seed 002, "errors that lead to the next correct call") holds on
-// every path.
+// package builds them so that every path answers with the same error
+// contract: a stable code, a cause, and the next call that can succeed.
 package refusal
 
 import (
