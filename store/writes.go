@@ -202,16 +202,6 @@ var transitions = map[string][]string{
 	ActionExecuting: {ActionExecuted, ActionFailed, ActionPending, ActionApproved},
 }
 
-// ValidActionState reports whether s is one of the Action states.
-func ValidActionState(s string) bool {
-	switch s {
-	case ActionPending, ActionApproved, ActionExecuting, ActionExecuted,
-		ActionRejected, ActionFailed, ActionSuperseded:
-		return true
-	}
-	return false
-}
-
 // ValidTransition reports whether an action may move from from to to:
 //
 //	pending   → approved, executing, rejected, superseded, failed

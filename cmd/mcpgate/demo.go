@@ -114,7 +114,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	// Approve the demo upstream's tools as they are now: the pinned
 	// manifest the catalog checks every listing against.
-	if err := demoPin(ctx, cfg, id, dir); err != nil {
+	if err := demoPin(ctx, cfg, dir); err != nil {
 		return err
 	}
 	if err := cfg.Validate(); err != nil {
@@ -243,7 +243,7 @@ const demoCatalogRefresh = 10 * time.Second
 // demoPin lists the demo upstream's tools with the gateway's identity and
 // writes them as the pinned manifest (mcpgate manifest pin does the same
 // for a configuration file).
-func demoPin(ctx context.Context, cfg *config.Config, id *demoIdentityParts, dir string) error {
+func demoPin(ctx context.Context, cfg *config.Config, dir string) error {
 	ks, err := assertion.LoadKeySet(cfg.Assertion.KeysFile)
 	if err != nil {
 		return err
