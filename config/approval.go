@@ -15,9 +15,9 @@ import (
 // Defaults and bounds of the approvals section.
 const (
 	// DefaultApprovalSessionTTL is how long an approver stays signed in.
-	DefaultApprovalSessionTTL = "1h"
+	DefaultApprovalSessionTTL = time.Hour
 	// MaxApprovalSessionTTL bounds approvals.session_ttl.
-	MaxApprovalSessionTTL = "24h"
+	MaxApprovalSessionTTL = 24 * time.Hour
 	// DefaultApprovalSubjectClaim is the ID token claim naming the person.
 	DefaultApprovalSubjectClaim = "sub"
 	// DefaultWebhookAttempts is how often one announcement is tried.
@@ -25,7 +25,7 @@ const (
 	// MaxWebhookAttempts bounds approvals.webhook.max_attempts.
 	MaxWebhookAttempts = 10
 	// DefaultWebhookTimeout bounds one delivery attempt.
-	DefaultWebhookTimeout = "5s"
+	DefaultWebhookTimeout = 5 * time.Second
 	// MinWebhookSecretLen is the shortest HMAC key accepted (32 bytes, the
 	// size of the SHA-256 output, RFC 2104 section 3).
 	MinWebhookSecretLen = 32
@@ -53,7 +53,7 @@ type Approvals struct {
 	// How long a sign-in lasts (1m–24h).
 	//
 	// Default: `1h`.
-	SessionTTL string `yaml:"session_ttl"`
+	SessionTTL Duration `yaml:"session_ttl"`
 	// The requester of an action can never approve it (two-person rule).
 	RequireSecondPerson bool `yaml:"require_second_person"`
 	// The two-person rule for these effect classes only.
@@ -131,7 +131,7 @@ type ApprovalWebhook struct {
 	// Bound of one try (at most 1m).
 	//
 	// Default: `5s`.
-	Timeout string `yaml:"timeout"`
+	Timeout Duration `yaml:"timeout"`
 }
 
 // LogValue keeps the secret out of logs.
@@ -144,12 +144,6 @@ func (w ApprovalWebhook) String() string {
 	return fmt.Sprintf("{URL:%s Secret:%s}", w.URL, redacted(w.Secret))
 }
 
-// SessionTTLDuration is session_ttl as a duration (the default when
-// unset).
-func (a *Approvals) SessionTTLDuration() time.Duration {
-	return durationOr(a.SessionTTL, DefaultApprovalSessionTTL)
-}
-
 // MaxAttemptsOrDefault is max_attempts, or DefaultWebhookAttempts.
 func (w *ApprovalWebhook) MaxAttemptsOrDefault() int {
 	if w.MaxAttempts <= 0 {
@@ -158,9 +152,15 @@ func (w *ApprovalWebhook) MaxAttemptsOrDefault() int {
 	return w.MaxAttempts
 }
 
-// TimeoutDuration is timeout as a duration (the default when unset).
-func (w *ApprovalWebhook) TimeoutDuration() time.Duration {
-	return durationOr(w.Timeout, DefaultWebhookTimeout)
+func (c *Config) applyApprovalDefaults() {
+	a := c.Approvals
+	if a == nil {
+		return
+	}
+	a.SessionTTL.orDefault(DefaultApprovalSessionTTL)
+	if a.Webhook != nil {
+		a.Webhook.Timeout.orDefault(DefaultWebhookTimeout)
+	}
 }
 
 // ApprovalTenantClaim is the tenant claim approvers' tokens are read
@@ -227,12 +227,8 @@ func (c *Config) validateApprovals(p *problems) {
 			}
 		}
 	}
-	if s := a.SessionTTL; s != "" {
-		d, err := time.ParseDuration(s)
-		maxD, _ := time.ParseDuration(MaxApprovalSessionTTL)
-		if err != nil || d < time.Minute || d > maxD {
-			p.add("approvals.session_ttl", "%q is not a duration from 1m to %s", s, MaxApprovalSessionTTL)
-		}
+	if s := a.SessionTTL; s.IsSet() && (s.D() < time.Minute || s.D() > MaxApprovalSessionTTL) {
+		p.add("approvals.session_ttl", "%q is not a duration from 1m to %s", s, DurationOf(MaxApprovalSessionTTL))
 	}
 	for i, e := range a.SecondPersonEffects {
 		if !slices.Contains(approvalEffects, e) {
@@ -247,10 +243,8 @@ func (c *Config) validateApprovals(p *problems) {
 		if w.MaxAttempts < 0 || w.MaxAttempts > MaxWebhookAttempts {
 			p.add("approvals.webhook.max_attempts", "%d is not from 1 to %d", w.MaxAttempts, MaxWebhookAttempts)
 		}
-		if s := w.Timeout; s != "" {
-			if d, err := time.ParseDuration(s); err != nil || d <= 0 || d > time.Minute {
-				p.add("approvals.webhook.timeout", "%q is not a duration above 0s and at most 1m", s)
-			}
+		if s := w.Timeout; s.IsSet() && (s.D() <= 0 || s.D() > time.Minute) {
+			p.add("approvals.webhook.timeout", "%q is not a duration above 0s and at most 1m", s)
 		}
 	}
 }

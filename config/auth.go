@@ -14,17 +14,17 @@ import (
 
 // Defaults of the auth section, applied to each issuer.
 const (
-	DefaultClockSkew      = "30s"
-	DefaultMinJWKSRefresh = "30s"
+	DefaultClockSkew      = 30 * time.Second
+	DefaultMinJWKSRefresh = 30 * time.Second
 	DefaultSubjectClaim   = auth.DefaultSubjectClaim
 	// DefaultSessionTTL is how long an older revision's session id stays
 	// bound to its principal.
-	DefaultSessionTTL = "24h"
+	DefaultSessionTTL = 24 * time.Hour
 	// DefaultGatewayTokenTTL and DefaultGatewayTokenMaxTTL are the
 	// lifetime of a gateway token created without one, and the longest
 	// lifetime one may be given.
-	DefaultGatewayTokenTTL    = "720h"  // 30 days
-	DefaultGatewayTokenMaxTTL = "2160h" // 90 days
+	DefaultGatewayTokenTTL    = 720 * time.Hour  // 30 days
+	DefaultGatewayTokenMaxTTL = 2160 * time.Hour // 90 days
 )
 
 // Auth turns on authentication: every MCP route becomes an OAuth 2.1
@@ -73,7 +73,7 @@ type Auth struct {
 	// (`Mcp-Session-Id`) stays bound to the principal that opened it; a
 	// request presenting it with another principal's credential is refused.
 	// Greater than 0.
-	SessionTTL string `yaml:"session_ttl"`
+	SessionTTL Duration `yaml:"session_ttl"`
 }
 
 // GatewayTokens configures the MCP access tokens mcpgate issues itself
@@ -84,38 +84,11 @@ type GatewayTokens struct {
 	// `max_ttl`.
 	//
 	// Default: `720h` (30 days).
-	DefaultTTL string `yaml:"default_ttl"`
+	DefaultTTL Duration `yaml:"default_ttl"`
 	// The longest lifetime a token may be created with. Greater than 0.
 	//
 	// Default: `2160h` (90 days).
-	MaxTTL string `yaml:"max_ttl"`
-}
-
-// DefaultTTLDuration is DefaultTTL as a time.Duration; on a nil receiver or
-// a value that does not parse it returns the default.
-func (g *GatewayTokens) DefaultTTLDuration() time.Duration {
-	if g == nil {
-		return durationOr("", DefaultGatewayTokenTTL)
-	}
-	return durationOr(g.DefaultTTL, DefaultGatewayTokenTTL)
-}
-
-// MaxTTLDuration is MaxTTL as a time.Duration; on a nil receiver or a
-// value that does not parse it returns the default.
-func (g *GatewayTokens) MaxTTLDuration() time.Duration {
-	if g == nil {
-		return durationOr("", DefaultGatewayTokenMaxTTL)
-	}
-	return durationOr(g.MaxTTL, DefaultGatewayTokenMaxTTL)
-}
-
-// SessionTTLDuration is SessionTTL as a time.Duration; on a nil receiver
-// or a value that does not parse it returns the default.
-func (a *Auth) SessionTTLDuration() time.Duration {
-	if a == nil {
-		return durationOr("", DefaultSessionTTL)
-	}
-	return durationOr(a.SessionTTL, DefaultSessionTTL)
+	MaxTTL Duration `yaml:"max_ttl"`
 }
 
 // Issuer is one trusted authorization server (auth.IssuerConfig).
@@ -147,12 +120,12 @@ type Issuer struct {
 	// (providers that issue plain JWTs).
 	Types []string `yaml:"types"`
 	// Tolerance for `exp`, `nbf` and `iat`. Greater than 0.
-	ClockSkew string `yaml:"clock_skew"`
+	ClockSkew Duration `yaml:"clock_skew"`
 	// Least time between two JWKS fetches: tokens with unknown `kid`s cannot
 	// make mcpgate hammer the provider. A token signed by a key mcpgate has
 	// not seen yet is refused (401) until the next fetch is allowed. Greater
 	// than 0.
-	MinJWKSRefresh string `yaml:"min_jwks_refresh"`
+	MinJWKSRefresh Duration `yaml:"min_jwks_refresh"`
 	// Claim carrying the tenant (`principal.tenant`). Empty: this issuer's
 	// tokens carry no tenant.
 	//
@@ -222,16 +195,10 @@ func redacted(secret string) string {
 
 // applyDefaults fills the unset keys of the section and of each issuer.
 func (a *Auth) applyDefaults() {
-	if a.SessionTTL == "" {
-		a.SessionTTL = DefaultSessionTTL
-	}
+	a.SessionTTL.orDefault(DefaultSessionTTL)
 	if g := a.GatewayTokens; g != nil {
-		if g.DefaultTTL == "" {
-			g.DefaultTTL = DefaultGatewayTokenTTL
-		}
-		if g.MaxTTL == "" {
-			g.MaxTTL = DefaultGatewayTokenMaxTTL
-		}
+		g.DefaultTTL.orDefault(DefaultGatewayTokenTTL)
+		g.MaxTTL.orDefault(DefaultGatewayTokenMaxTTL)
 	}
 	for i := range a.Issuers {
 		is := &a.Issuers[i]
@@ -241,12 +208,8 @@ func (a *Auth) applyDefaults() {
 		if len(is.Types) == 0 {
 			is.Types = slices.Clone(auth.DefaultTypes)
 		}
-		if is.ClockSkew == "" {
-			is.ClockSkew = DefaultClockSkew
-		}
-		if is.MinJWKSRefresh == "" {
-			is.MinJWKSRefresh = DefaultMinJWKSRefresh
-		}
+		is.ClockSkew.orDefault(DefaultClockSkew)
+		is.MinJWKSRefresh.orDefault(DefaultMinJWKSRefresh)
 		if is.SubjectClaim == "" {
 			is.SubjectClaim = DefaultSubjectClaim
 		}
@@ -268,8 +231,8 @@ func (is Issuer) issuerConfig() auth.IssuerConfig {
 		Audiences:      slices.Clone(is.Audiences),
 		Algorithms:     slices.Clone(is.Algorithms),
 		Types:          slices.Clone(is.Types),
-		ClockSkew:      durationOr(is.ClockSkew, DefaultClockSkew),
-		MinJWKSRefresh: durationOr(is.MinJWKSRefresh, DefaultMinJWKSRefresh),
+		ClockSkew:      is.ClockSkew.D(),
+		MinJWKSRefresh: is.MinJWKSRefresh.D(),
 		TenantClaim:    is.TenantClaim,
 		SubjectClaim:   is.SubjectClaim,
 		ScopeClaim:     is.ScopeClaim,
@@ -398,8 +361,8 @@ func (c *Config) validateAuth(p *problems) {
 		} else {
 			seen[strings.TrimSpace(is.Issuer)] = i
 		}
-		checkPositiveDuration(p, at+".clock_skew", is.ClockSkew)
-		checkPositiveDuration(p, at+".min_jwks_refresh", is.MinJWKSRefresh)
+		checkDurationIn(p, at+".clock_skew", is.ClockSkew, durationRange{positive: true})
+		checkDurationIn(p, at+".min_jwks_refresh", is.MinJWKSRefresh, durationRange{positive: true})
 		for j, aud := range is.Audiences {
 			apath := indexPath(at+".audiences", j)
 			canon, err := auth.CanonicalResourceURI(aud)
@@ -511,17 +474,6 @@ func checkTenantHeader(p *problems, path, h, upstreamHeader string) {
 		p.add(path, "%q cannot name the tenant: mcp-* headers belong to the MCP protocol", h)
 	case strings.EqualFold(h, upstreamHeader):
 		p.add(path, "%q is also listeners.extproc.upstream_header", h)
-	}
-}
-
-// checkPositiveDuration checks a Go duration string that must be above 0.
-func checkPositiveDuration(p *problems, path, s string) {
-	d, err := time.ParseDuration(s)
-	switch {
-	case err != nil:
-		p.addErr(path, err, "%q is not a duration; use a number with a unit: ms, s, m or h (e.g. \"30s\")", s)
-	case d <= 0:
-		p.add(path, "%q must be greater than 0", s)
 	}
 }
 

@@ -44,7 +44,7 @@ func TestAuthIssuerConfigs(t *testing.T) {
 		}
 	}
 	// A long JWKS refresh floor lifts the JWKS max age with it.
-	long := Issuer{Issuer: "https://a.example", MinJWKSRefresh: "15m", ClockSkew: "30s"}.issuerConfig()
+	long := Issuer{Issuer: "https://a.example", MinJWKSRefresh: dur("15m"), ClockSkew: dur("30s")}.issuerConfig()
 	if err := auth.ValidateIssuers([]auth.IssuerConfig{long}); err != nil {
 		t.Errorf("min_jwks_refresh 15m: %v", err)
 	}

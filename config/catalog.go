@@ -6,14 +6,14 @@ import (
 
 // Defaults and bounds of the catalog section.
 const (
-	DefaultCatalogRefresh  = "5m"
-	MinCatalogRefresh      = "10s"
+	DefaultCatalogRefresh  = 5 * time.Minute
+	MinCatalogRefresh      = 10 * time.Second
 	DefaultCatalogMaxPages = 50
 	// DefaultListChangedCheck is catalog.list_changed_check.
-	DefaultListChangedCheck = "10s"
+	DefaultListChangedCheck = 10 * time.Second
 	// MinListChangedCheck bounds catalog.list_changed_check from below
 	// (0s turns the periodic check off).
-	MinListChangedCheck = "100ms"
+	MinListChangedCheck = 100 * time.Millisecond
 	MaxCatalogMaxPages  = 1000
 	// CatalogUnpinnedRefuse and CatalogUnpinnedAllow are the values of
 	// catalog.unpinned.
@@ -33,7 +33,7 @@ type Catalog struct {
 	// How often each upstream is listed again (also on
 	// `notifications/tools/list_changed` seen from it, and on `SIGHUP`). At
 	// least `10s`.
-	Refresh string `yaml:"refresh"`
+	Refresh Duration `yaml:"refresh"`
 	// Bound on the pages of one listing; an upstream whose cursor never
 	// advances or that needs more pages fails the listing (the previous
 	// catalog stays). From 1 to 1000.
@@ -57,31 +57,18 @@ type Catalog struct {
 	// `notifications/tools/list_changed` is then sent on it. Catalog
 	// listings that change, `SIGHUP` (manifest) and policy reloads are
 	// checked at once besides. `0s`: only those; else at least `100ms`.
-	ListChangedCheck string `yaml:"list_changed_check"`
+	ListChangedCheck Duration `yaml:"list_changed_check"`
 }
-
-// ListChangedCheckDuration is ListChangedCheck as a time.Duration (0: off).
-func (c Catalog) ListChangedCheckDuration() time.Duration {
-	return durationOr(c.ListChangedCheck, DefaultListChangedCheck)
-}
-
-// RefreshDuration is Refresh as a time.Duration; on a value that does not
-// parse it returns the default.
-func (c Catalog) RefreshDuration() time.Duration { return durationOr(c.Refresh, DefaultCatalogRefresh) }
 
 func (c *Config) applyCatalogDefaults() {
-	if c.Catalog.Refresh == "" {
-		c.Catalog.Refresh = DefaultCatalogRefresh
-	}
+	c.Catalog.Refresh.orDefault(DefaultCatalogRefresh)
 	if c.Catalog.MaxPages == 0 {
 		c.Catalog.MaxPages = DefaultCatalogMaxPages
 	}
 	if c.Catalog.Unpinned == "" {
 		c.Catalog.Unpinned = CatalogUnpinnedRefuse
 	}
-	if c.Catalog.ListChangedCheck == "" {
-		c.Catalog.ListChangedCheck = DefaultListChangedCheck
-	}
+	c.Catalog.ListChangedCheck.orDefault(DefaultListChangedCheck)
 }
 
 func (c *Config) validateCatalog(p *problems) {
@@ -92,7 +79,7 @@ func (c *Config) validateCatalog(p *problems) {
 	}
 	// catalog.manifest may not exist yet: `mcpgate manifest pin` writes
 	// it (to this path by default); serve refuses to start without it.
-	if d, err := time.ParseDuration(cat.ListChangedCheck); err != nil || d != 0 {
+	if !cat.ListChangedCheck.IsSet() || cat.ListChangedCheck.D() != 0 { // 0s: off
 		checkDurationIn(p, "catalog.list_changed_check", cat.ListChangedCheck, durationRange{min: MinListChangedCheck})
 	}
 	if cat.Unpinned != CatalogUnpinnedRefuse && cat.Unpinned != CatalogUnpinnedAllow {

@@ -8,20 +8,20 @@ import (
 
 // Defaults. Durations are Go duration strings in the YAML ("5s").
 const (
-	DefaultProxyAddress      = "127.0.0.1:8080"
-	DefaultAdminAddress      = "127.0.0.1:9090"
-	DefaultRoutePath         = "/mcp"
-	DefaultMaxBodyBytes      = 4 << 20  // 4 MiB request body limit
-	DefaultMaxJSONDepth      = 64       // nesting depth of a JSON body
-	DefaultMaxSSEEventBytes  = 16 << 20 // 16 MiB single SSE event
-	DefaultReadHeaderTimeout = "5s"
-	DefaultReadTimeout       = "30s"
-	DefaultUpstreamTimeout   = "0s" // no overall upstream timeout (streams are long-lived)
-	DefaultLogFormat         = "text"
-	DefaultLogLevel          = "info"
-	DefaultMessageBudget     = "150ms"              // ext_proc per-message budget
-	DefaultMaxMessageBudget  = "5s"                 // ext_proc per-message budget when extended
-	DefaultUpstreamHeader    = "x-mcpgate-upstream" // ext_proc upstream header
+	DefaultProxyAddress                    = "127.0.0.1:8080"
+	DefaultAdminAddress                    = "127.0.0.1:9090"
+	DefaultRoutePath                       = "/mcp"
+	DefaultMaxBodyBytes                    = 4 << 20  // 4 MiB request body limit
+	DefaultMaxJSONDepth                    = 64       // nesting depth of a JSON body
+	DefaultMaxSSEEventBytes                = 16 << 20 // 16 MiB single SSE event
+	DefaultReadHeaderTimeout               = 5 * time.Second
+	DefaultReadTimeout                     = 30 * time.Second
+	DefaultUpstreamTimeout   time.Duration = 0 // no overall upstream timeout (streams are long-lived)
+	DefaultLogFormat                       = "text"
+	DefaultLogLevel                        = "info"
+	DefaultMessageBudget                   = 150 * time.Millisecond // ext_proc per-message budget
+	DefaultMaxMessageBudget                = 5 * time.Second        // ext_proc per-message budget when extended
+	DefaultUpstreamHeader                  = "x-mcpgate-upstream"   // ext_proc upstream header
 	// MaxMaxMessageBudget caps listeners.extproc.max_message_budget.
 	MaxMaxMessageBudget = 30 * time.Second
 )
@@ -125,7 +125,7 @@ type ExtProcListener struct {
 	// `max_message_budget` above it, work still running at half of it is
 	// extended instead of cut (see [slow
 	// messages](#slow-ext_proc-messages)).
-	MessageBudget string `yaml:"message_budget"`
+	MessageBudget Duration `yaml:"message_budget"`
 	// Bound on mcpgate's work for one request message that is still running
 	// at half of `message_budget` (an authentication that fetches a JWKS, a
 	// live-rights lookup, a slow state store): mcpgate then sends Envoy
@@ -136,7 +136,7 @@ type ExtProcListener struct {
 	// (work is cut at `message_budget`, 503); otherwise at least
 	// `message_budget` and at most `30s`. See [slow
 	// messages](#slow-ext_proc-messages).
-	MaxMessageBudget string `yaml:"max_message_budget"`
+	MaxMessageBudget Duration `yaml:"max_message_budget"`
 	// Request header Envoy sets (with `OVERWRITE_IF_EXISTS_OR_ADD`) to name
 	// the upstream when the route metadata
 	// (`filter_metadata.mcpgate.upstream`, sent as the `xds.route_metadata`
@@ -230,7 +230,7 @@ type Upstream struct {
 	// own timeouts apply.
 	//
 	// Default: `0s` (none).
-	Timeout string `yaml:"timeout"`
+	Timeout Duration `yaml:"timeout"`
 	// The per-tool declarations, keyed by the tool's name on the upstream. A
 	// tool that is not declared gets the policy's fail-closed default; an
 	// upstream's own annotations (e.g. `readOnlyHint`) never count as a
@@ -340,11 +340,11 @@ type Limits struct {
 	// Default: `16777216` (16 MiB).
 	MaxSSEEventBytes int `yaml:"max_sse_event_bytes"`
 	// Time to read a request's headers, on both listeners. `0s`: none.
-	ReadHeaderTimeout string `yaml:"read_header_timeout"`
+	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
 	// Time to read one request body on the proxy listener (408 when it runs
 	// out). `0s`: none. No timeout covers a whole exchange: streams are
 	// long-lived.
-	ReadTimeout string `yaml:"read_timeout"`
+	ReadTimeout Duration `yaml:"read_timeout"`
 }
 
 // Transport holds HTTP-level rules.

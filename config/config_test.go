@@ -185,7 +185,7 @@ func TestDefault(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
-	want := Upstream{Name: "default", URL: "http://127.0.0.1:3000/mcp", Route: "/mcp", Timeout: DefaultUpstreamTimeout, Audience: "http://127.0.0.1:3000/mcp"}
+	want := Upstream{Name: "default", URL: "http://127.0.0.1:3000/mcp", Route: "/mcp", Timeout: DurationOf(DefaultUpstreamTimeout), Audience: "http://127.0.0.1:3000/mcp"}
 	if len(cfg.Upstreams) != 1 || !reflect.DeepEqual(cfg.Upstreams[0], want) {
 		t.Errorf("Upstreams = %+v, want [%+v]", cfg.Upstreams, want)
 	}
@@ -209,54 +209,34 @@ func TestApplyDefaults(t *testing.T) {
 	c.Upstreams = []Upstream{{Name: "a", URL: "http://a"}}
 	c.ApplyDefaults()
 	want := Config{
-		Listeners: Listeners{Proxy: Listener{Address: DefaultProxyAddress}, Admin: Listener{Address: DefaultAdminAddress}, ExtProc: ExtProcListener{MessageBudget: DefaultMessageBudget, MaxMessageBudget: DefaultMaxMessageBudget, UpstreamHeader: DefaultUpstreamHeader}},
-		Upstreams: []Upstream{{Name: "a", URL: "http://a", Route: DefaultRoutePath, Timeout: DefaultUpstreamTimeout, Audience: "http://a"}},
+		Listeners: Listeners{Proxy: Listener{Address: DefaultProxyAddress}, Admin: Listener{Address: DefaultAdminAddress}, ExtProc: ExtProcListener{MessageBudget: DurationOf(DefaultMessageBudget), MaxMessageBudget: DurationOf(DefaultMaxMessageBudget), UpstreamHeader: DefaultUpstreamHeader}},
+		Upstreams: []Upstream{{Name: "a", URL: "http://a", Route: DefaultRoutePath, Timeout: DurationOf(DefaultUpstreamTimeout), Audience: "http://a"}},
 		Policy:    Policy{Watch: ptr(true)},
 		Limits: Limits{
 			MaxBodyBytes: DefaultMaxBodyBytes, MaxJSONDepth: DefaultMaxJSONDepth, MaxSSEEventBytes: DefaultMaxSSEEventBytes,
-			ReadHeaderTimeout: DefaultReadHeaderTimeout, ReadTimeout: DefaultReadTimeout,
+			ReadHeaderTimeout: DurationOf(DefaultReadHeaderTimeout), ReadTimeout: DurationOf(DefaultReadTimeout),
 		},
 		Log:         Log{Format: DefaultLogFormat, Level: DefaultLogLevel},
-		Audit:       Audit{Retention: DefaultAuditRetention, Log: DefaultAuditLog},
-		Assertion:   Assertion{Issuer: DefaultAssertionIssuer, TTL: DefaultAssertionTTL},
-		Catalog:     Catalog{Refresh: DefaultCatalogRefresh, MaxPages: DefaultCatalogMaxPages, Unpinned: CatalogUnpinnedRefuse, ListChangedCheck: DefaultListChangedCheck},
-		WriteSafety: WriteSafety{ReplayWindow: DefaultReplayWindow, ConfirmTTL: DefaultConfirmTTL, WaitInFlight: DefaultWaitInFlight},
+		Audit:       Audit{Retention: DurationOf(DefaultAuditRetention), Log: DefaultAuditLog},
+		Assertion:   Assertion{Issuer: DefaultAssertionIssuer, TTL: DurationOf(DefaultAssertionTTL)},
+		Catalog:     Catalog{Refresh: DurationOf(DefaultCatalogRefresh), MaxPages: DefaultCatalogMaxPages, Unpinned: CatalogUnpinnedRefuse, ListChangedCheck: DurationOf(DefaultListChangedCheck)},
+		WriteSafety: WriteSafety{ReplayWindow: DurationOf(DefaultReplayWindow), ConfirmTTL: DurationOf(DefaultConfirmTTL), WaitInFlight: DurationOf(DefaultWaitInFlight)},
 		RateLimits: RateLimits{Backend: RateBackendMemory, Buckets: maps.Clone(DefaultBuckets), Concurrency: DefaultConcurrency,
-			ReservedForWrites: DefaultReservedForWrites, LoopBrake: DefaultLoopBrake, DefaultDeadline: DefaultToolDeadline},
+			ReservedForWrites: DefaultReservedForWrites, LoopBrake: DefaultLoopBrake, DefaultDeadline: DurationOf(DefaultToolDeadline)},
+		Tasks: Tasks{MaxTTL: DurationOf(DefaultTaskMaxTTL)},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("ApplyDefaults:\ngot  %+v\nwant %+v", c, want)
 	}
 	// Set values are kept.
-	set := Config{Policy: Policy{Watch: ptr(false)}, Limits: Limits{ReadTimeout: "0s", MaxJSONDepth: 3}, Log: Log{Level: "debug"}}
+	set := Config{Policy: Policy{Watch: ptr(false)}, Limits: Limits{ReadTimeout: dur("0s"), MaxJSONDepth: 3}, Log: Log{Level: "debug"}}
 	set.ApplyDefaults()
-	if set.Policy.WatchEnabled() || set.Limits.ReadTimeout != "0s" || set.Limits.MaxJSONDepth != 3 || set.Log.Level != "debug" {
+	if set.Policy.WatchEnabled() || set.Limits.ReadTimeout != dur("0s") || set.Limits.MaxJSONDepth != 3 || set.Log.Level != "debug" {
 		t.Errorf("ApplyDefaults overwrote a set value: %+v", set)
 	}
 }
 
-func TestAccessors(t *testing.T) {
-	tests := []struct {
-		name string
-		got  time.Duration
-		want time.Duration
-	}{
-		{"read header default", Limits{}.ReadHeaderTimeoutDuration(), 5 * time.Second},
-		{"read header set", Limits{ReadHeaderTimeout: "250ms"}.ReadHeaderTimeoutDuration(), 250 * time.Millisecond},
-		{"read default", Limits{}.ReadTimeoutDuration(), 30 * time.Second},
-		{"read zero", Limits{ReadTimeout: "0s"}.ReadTimeoutDuration(), 0},
-		{"read invalid falls back", Limits{ReadTimeout: "soon"}.ReadTimeoutDuration(), 30 * time.Second},
-		{"upstream default", Upstream{}.TimeoutDuration(), 0},
-		{"upstream set", Upstream{Timeout: "1m30s"}.TimeoutDuration(), 90 * time.Second},
-		{"upstream negative falls back", Upstream{Timeout: "-1s"}.TimeoutDuration(), 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if tt.got != tt.want {
-				t.Errorf("got %v, want %v", tt.got, tt.want)
-			}
-		})
-	}
+func TestWatchEnabled(t *testing.T) {
 	if !(Policy{}).WatchEnabled() || !(Policy{Watch: ptr(true)}).WatchEnabled() || (Policy{Watch: ptr(false)}).WatchEnabled() {
 		t.Error("WatchEnabled: want unset → true, true → true, false → false")
 	}
@@ -294,9 +274,8 @@ func TestValidate(t *testing.T) {
 		{"route relative", func(c *Config) { c.Upstreams[0].Route = "mcp" }, []string{`upstreams[0].route: "mcp" must start with "/"`}},
 		{"route query", func(c *Config) { c.Upstreams[0].Route = "/mcp?x=1" }, []string{"upstreams[0].route:", "without ? or #"}},
 		{"route space", func(c *Config) { c.Upstreams[0].Route = "/m cp" }, []string{"upstreams[0].route:", "spaces"}},
-		{"timeout bad", func(c *Config) { c.Upstreams[0].Timeout = "5" }, []string{`upstreams[0].timeout: "5" is not a duration`}},
-		{"timeout negative", func(c *Config) { c.Upstreams[0].Timeout = "-1s" }, []string{`upstreams[0].timeout: "-1s" must not be negative`}},
-		{"timeout empty", func(c *Config) { c.Upstreams[0].Timeout = "" }, []string{"upstreams[0].timeout: required"}},
+		{"timeout negative", func(c *Config) { c.Upstreams[0].Timeout = DurationOf(-time.Second) }, []string{`upstreams[0].timeout: "-1s" must not be negative`}},
+		{"timeout empty", func(c *Config) { c.Upstreams[0].Timeout = Duration{} }, []string{"upstreams[0].timeout: required"}},
 		{"tool declaration", func(c *Config) {
 			c.Upstreams[0].Tools = map[string]policy.ToolDeclaration{"ok": {Effect: "read"}, "bad": {Effect: "read", Rights: []string{""}}}
 		}, []string{"upstreams[0].tools.bad.rights[0]:"}},
@@ -317,12 +296,12 @@ func TestValidate(t *testing.T) {
 		}},
 		{"limits", func(c *Config) {
 			c.Limits.MaxBodyBytes, c.Limits.MaxJSONDepth, c.Limits.MaxSSEEventBytes = -1, -2, -3
-			c.Limits.ReadHeaderTimeout, c.Limits.ReadTimeout = "1 s", "-5m"
+			c.Limits.ReadHeaderTimeout, c.Limits.ReadTimeout = Duration{}, DurationOf(-5*time.Minute)
 		}, []string{
 			"limits.max_body_bytes: must be greater than 0, got -1",
 			"limits.max_json_depth: must be greater than 0, got -2",
 			"limits.max_sse_event_bytes: must be greater than 0, got -3",
-			`limits.read_header_timeout: "1 s" is not a duration`,
+			`limits.read_header_timeout: required`,
 			`limits.read_timeout: "-5m" must not be negative`,
 		}},
 		{"origins good", func(c *Config) {

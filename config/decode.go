@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -206,7 +205,8 @@ func nodePos(n ast.Node) (token.Position, bool) {
 }
 
 var (
-	stringType = reflect.TypeFor[string]()
+	stringType   = reflect.TypeFor[string]()
+	durationType = reflect.TypeFor[Duration]()
 )
 
 // decode decodes n into v (settable), reporting problems under path.
@@ -247,6 +247,10 @@ func (d *decoder) decode(n ast.Node, v reflect.Value, path string) {
 		return
 	}
 
+	if v.Type() == durationType {
+		d.decodeDuration(n, v, path)
+		return
+	}
 	switch v.Kind() {
 	case reflect.Pointer:
 		p := reflect.New(v.Type().Elem())
@@ -280,7 +284,7 @@ func (d *decoder) decode(n ast.Node, v reflect.Value, path string) {
 		case *ast.LiteralNode:
 			v.SetString(x.Value.Value)
 		default:
-			d.fail(path, n, "expected a string, got %s%s", describe(n), stringHint(path, n))
+			d.fail(path, n, "expected a string, got %s%s", describe(n), stringHint(n))
 		}
 	case reflect.Bool:
 		b, ok := n.(*ast.BoolNode)
@@ -513,23 +517,35 @@ func describe(n ast.Node) string {
 	return strings.ToLower(n.Type().String())
 }
 
-// durationKeys are the keys whose string value is a Go duration.
-var durationKeys = []string{
-	"timeout", "read_timeout", "read_header_timeout", "message_budget", "max_message_budget", "clock_skew", "min_jwks_refresh",
-	"session_ttl", "default_ttl", "max_ttl", "retention", "max_staleness", "ttl",
-}
-
-func stringHint(path string, n ast.Node) string {
+// stringHint suggests quoting a scalar the YAML parser did not read as a
+// string.
+func stringHint(n ast.Node) string {
 	switch n.(type) {
 	case *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode, *ast.InfinityNode, *ast.NanNode:
-	default:
-		return ""
+		return " (quote it: " + strconv.Quote(n.GetToken().Value) + ")"
 	}
-	last := path[strings.LastIndexAny(path, ".]")+1:]
-	if slices.Contains(durationKeys, last) {
-		return fmt.Sprintf(` (durations need a unit, e.g. "%ss")`, n.GetToken().Value)
+	return ""
+}
+
+// decodeDuration decodes a Go duration string ("30s") into a Duration; ""
+// leaves it unset.
+func (d *decoder) decodeDuration(n ast.Node, v reflect.Value, path string) {
+	s, ok := n.(*ast.StringNode)
+	if !ok {
+		hint := ""
+		switch n.(type) {
+		case *ast.IntegerNode, *ast.FloatNode:
+			hint = fmt.Sprintf(` (durations need a unit, e.g. "%ss")`, n.GetToken().Value)
+		}
+		d.fail(path, n, "expected a duration, got %s%s", describe(n), hint)
+		return
 	}
-	return " (quote it: " + strconv.Quote(n.GetToken().Value) + ")"
+	var dur Duration
+	if err := dur.UnmarshalText([]byte(s.Value)); err != nil {
+		d.fail(path, n, "%v", err)
+		return
+	}
+	v.Set(reflect.ValueOf(dur))
 }
 
 // decodeRoot decodes the document's top-level node into c.

@@ -3,7 +3,6 @@ package config
 import (
 	"log/slog"
 	"net/url"
-	"time"
 )
 
 // DefaultUpstreamName is the name of the one upstream of Default.
@@ -20,12 +19,8 @@ func (c *Config) ApplyDefaults() {
 	if c.Listeners.Admin.Address == "" {
 		c.Listeners.Admin.Address = DefaultAdminAddress
 	}
-	if c.Listeners.ExtProc.MessageBudget == "" {
-		c.Listeners.ExtProc.MessageBudget = DefaultMessageBudget
-	}
-	if c.Listeners.ExtProc.MaxMessageBudget == "" {
-		c.Listeners.ExtProc.MaxMessageBudget = DefaultMaxMessageBudget
-	}
+	c.Listeners.ExtProc.MessageBudget.orDefault(DefaultMessageBudget)
+	c.Listeners.ExtProc.MaxMessageBudget.orDefault(DefaultMaxMessageBudget)
 	if c.Listeners.ExtProc.UpstreamHeader == "" {
 		c.Listeners.ExtProc.UpstreamHeader = DefaultUpstreamHeader
 	}
@@ -34,9 +29,7 @@ func (c *Config) ApplyDefaults() {
 		if u.Route == "" {
 			u.Route = DefaultRoutePath
 		}
-		if u.Timeout == "" {
-			u.Timeout = DefaultUpstreamTimeout
-		}
+		u.Timeout.orDefault(DefaultUpstreamTimeout)
 		if u.Audience == "" {
 			u.Audience = defaultAudience(*u)
 		}
@@ -54,12 +47,8 @@ func (c *Config) ApplyDefaults() {
 	if c.Limits.MaxSSEEventBytes == 0 {
 		c.Limits.MaxSSEEventBytes = DefaultMaxSSEEventBytes
 	}
-	if c.Limits.ReadHeaderTimeout == "" {
-		c.Limits.ReadHeaderTimeout = DefaultReadHeaderTimeout
-	}
-	if c.Limits.ReadTimeout == "" {
-		c.Limits.ReadTimeout = DefaultReadTimeout
-	}
+	c.Limits.ReadHeaderTimeout.orDefault(DefaultReadHeaderTimeout)
+	c.Limits.ReadTimeout.orDefault(DefaultReadTimeout)
 	if c.Log.Format == "" {
 		c.Log.Format = DefaultLogFormat
 	}
@@ -72,6 +61,8 @@ func (c *Config) ApplyDefaults() {
 	c.applyIdentityDefaults()
 	c.applyCatalogDefaults()
 	c.applyWriteDefaults()
+	c.applyApprovalDefaults()
+	c.Tasks.MaxTTL.orDefault(DefaultTaskMaxTTL)
 }
 
 // Default returns the built-in configuration of the one-line mode
@@ -87,50 +78,10 @@ func Default(upstreamURL string) *Config {
 	return c
 }
 
-// ReadHeaderTimeoutDuration is ReadHeaderTimeout as a time.Duration; 0
-// means no timeout. On a value that does not parse (only possible on a
-// configuration that failed Validate) it returns the default.
-func (l Limits) ReadHeaderTimeoutDuration() time.Duration {
-	return durationOr(l.ReadHeaderTimeout, DefaultReadHeaderTimeout)
-}
-
-// ReadTimeoutDuration is ReadTimeout as a time.Duration; 0 means no
-// timeout. On a value that does not parse it returns the default.
-func (l Limits) ReadTimeoutDuration() time.Duration {
-	return durationOr(l.ReadTimeout, DefaultReadTimeout)
-}
-
-// MessageBudgetDuration is MessageBudget as a time.Duration; on a value
-// that does not parse it returns the default.
-func (e ExtProcListener) MessageBudgetDuration() time.Duration {
-	return durationOr(e.MessageBudget, DefaultMessageBudget)
-}
-
-// MaxMessageBudgetDuration is MaxMessageBudget as a time.Duration; 0
-// means never extend. On a value that does not parse it returns the
-// default.
-func (e ExtProcListener) MaxMessageBudgetDuration() time.Duration {
-	return durationOr(e.MaxMessageBudget, DefaultMaxMessageBudget)
-}
-
-// TimeoutDuration is Timeout as a time.Duration; 0 means no timeout. On a
-// value that does not parse it returns the default.
-func (u Upstream) TimeoutDuration() time.Duration {
-	return durationOr(u.Timeout, DefaultUpstreamTimeout)
-}
-
 // WatchEnabled reports whether policy files are watched for changes:
 // Watch, or true when it is unset.
 func (p Policy) WatchEnabled() bool {
 	return p.Watch == nil || *p.Watch
-}
-
-func durationOr(s, def string) time.Duration {
-	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
-		return d
-	}
-	d, _ := time.ParseDuration(def)
-	return d
 }
 
 // LogValue implements slog.LogValuer: an upstream logs as its name, route

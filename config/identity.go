@@ -23,19 +23,19 @@ import (
 // Defaults and bounds of the store, audit, rights, assertion and admin_api
 // sections. Durations are Go duration strings, bounds inclusive.
 const (
-	DefaultAuditRetention     = "720h" // 30 days
-	MinAuditRetention         = "1h"
-	DefaultAuditLog           = "stderr"
-	DefaultRightsMaxStaleness = "0s" // no cache: every call asks the source
-	MaxRightsMaxStaleness     = "5m"
-	DefaultRightsTimeout      = "2s"
-	MaxRightsTimeout          = "30s"
+	DefaultAuditRetention                   = 720 * time.Hour // 30 days
+	MinAuditRetention                       = time.Hour
+	DefaultAuditLog                         = "stderr"
+	DefaultRightsMaxStaleness time.Duration = 0 // no cache: every call asks the source
+	MaxRightsMaxStaleness                   = 5 * time.Minute
+	DefaultRightsTimeout                    = 2 * time.Second
+	MaxRightsTimeout                        = 30 * time.Second
 	// DefaultAssertionIssuer is the assertion issuer when there is no
 	// auth.resource_base_url to use.
 	DefaultAssertionIssuer   = "mcpgate"
-	DefaultAssertionTTL      = "60s"
-	MinAssertionTTL          = "10s"
-	MaxAssertionTTL          = "10m"
+	DefaultAssertionTTL      = 60 * time.Second
+	MinAssertionTTL          = 10 * time.Second
+	MaxAssertionTTL          = 10 * time.Minute
 	DefaultPlatformAdminRole = "mcpgate.platform_admin"
 	DefaultTenantAdminRole   = "mcpgate.tenant_admin"
 )
@@ -104,17 +104,11 @@ type Audit struct {
 	// At least `1h`. No effect without a store.
 	//
 	// Default: `720h` (30 days).
-	Retention string `yaml:"retention"`
+	Retention Duration `yaml:"retention"`
 	// Where audit records are also written, one JSON line each: `stderr`,
 	// `stdout` or `off`. Separate from `log`: its format and level do not
 	// apply.
 	Log string `yaml:"log"`
-}
-
-// RetentionDuration is Retention as a time.Duration; on a value that does
-// not parse it returns the default.
-func (a Audit) RetentionDuration() time.Duration {
-	return durationOr(a.Retention, DefaultAuditRetention)
 }
 
 // Rights is the live rights source: what a person may do now, asked on
@@ -132,17 +126,7 @@ type Rights struct {
 	// trades that for fewer lookups. At most `5m`.
 	//
 	// Default: `0s`: no cache.
-	MaxStaleness string `yaml:"max_staleness"`
-}
-
-// MaxStalenessDuration is MaxStaleness as a time.Duration; 0 (also on a nil
-// receiver) means no cache. On a value that does not parse it returns the
-// default.
-func (r *Rights) MaxStalenessDuration() time.Duration {
-	if r == nil {
-		return 0
-	}
-	return durationOr(r.MaxStaleness, DefaultRightsMaxStaleness)
+	MaxStaleness Duration `yaml:"max_staleness"`
 }
 
 // RightsHTTP is the product's rights endpoint.
@@ -154,7 +138,7 @@ type RightsHTTP struct {
 	URL string `yaml:"url"`
 	// Bound on one request; a source that does not answer in time fails the
 	// call closed. Greater than 0, at most `30s`.
-	Timeout string `yaml:"timeout"`
+	Timeout Duration `yaml:"timeout"`
 	// Headers sent with every request, e.g. `Authorization: Bearer …` for
 	// the product. Names are HTTP header names, unique ignoring case; values
 	// non-empty, without line breaks. **Values are never logged or shown in
@@ -164,18 +148,12 @@ type RightsHTTP struct {
 	Headers map[string]string `yaml:"headers"`
 }
 
-// TimeoutDuration is Timeout as a time.Duration; on a value that does not
-// parse it returns the default.
-func (r RightsHTTP) TimeoutDuration() time.Duration {
-	return durationOr(r.Timeout, DefaultRightsTimeout)
-}
-
 // LogValue keeps the header values (credentials) and any password in the
 // URL out of logs.
 func (r RightsHTTP) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("url", redactURL(r.URL)),
-		slog.String("timeout", r.Timeout),
+		slog.String("timeout", r.Timeout.String()),
 		slog.Any("headers", r.redactedHeaders()),
 	)
 }
@@ -222,13 +200,7 @@ type Assertion struct {
 	// Default: `auth.resource_base_url` when set, else `mcpgate`.
 	Issuer string `yaml:"issuer"`
 	// Lifetime of one assertion. From `10s` to `10m`.
-	TTL string `yaml:"ttl"`
-}
-
-// TTLDuration is TTL as a time.Duration; on a value that does not parse it
-// returns the default.
-func (a Assertion) TTLDuration() time.Duration {
-	return durationOr(a.TTL, DefaultAssertionTTL)
+	TTL Duration `yaml:"ttl"`
 }
 
 // AdminAPI configures the admin API (/v1/ on the admin listener). Callers
@@ -319,18 +291,14 @@ func defaultAudience(u Upstream) string {
 // applyIdentityDefaults fills the unset keys of the store, audit, rights,
 // assertion and admin_api sections.
 func (c *Config) applyIdentityDefaults() {
-	if c.Audit.Retention == "" {
-		c.Audit.Retention = DefaultAuditRetention
-	}
+	c.Audit.Retention.orDefault(DefaultAuditRetention)
 	if c.Audit.Log == "" {
 		c.Audit.Log = DefaultAuditLog
 	}
 	if r := c.Rights; r != nil {
-		if r.MaxStaleness == "" {
-			r.MaxStaleness = DefaultRightsMaxStaleness
-		}
-		if r.HTTP != nil && r.HTTP.Timeout == "" {
-			r.HTTP.Timeout = DefaultRightsTimeout
+		r.MaxStaleness.orDefault(DefaultRightsMaxStaleness)
+		if r.HTTP != nil {
+			r.HTTP.Timeout.orDefault(DefaultRightsTimeout)
 		}
 	}
 	if c.Assertion.Issuer == "" {
@@ -339,9 +307,7 @@ func (c *Config) applyIdentityDefaults() {
 			c.Assertion.Issuer = c.Auth.ResourceBaseURL
 		}
 	}
-	if c.Assertion.TTL == "" {
-		c.Assertion.TTL = DefaultAssertionTTL
-	}
+	c.Assertion.TTL.orDefault(DefaultAssertionTTL)
 	if a := c.AdminAPI; a != nil {
 		if a.PlatformAdminRole == "" {
 			a.PlatformAdminRole = DefaultPlatformAdminRole

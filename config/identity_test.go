@@ -29,19 +29,19 @@ func TestTokensExample(t *testing.T) {
 	if a == nil || a.GatewayTokens == nil || len(a.Issuers) != 0 || a.TenantHeader != "X-Tenant" {
 		t.Fatalf("auth = %+v", a)
 	}
-	if a.GatewayTokens.DefaultTTLDuration() != 720*time.Hour || a.GatewayTokens.MaxTTLDuration() != 2160*time.Hour || a.SessionTTLDuration() != 24*time.Hour {
+	if a.GatewayTokens.DefaultTTL.D() != 720*time.Hour || a.GatewayTokens.MaxTTL.D() != 2160*time.Hour || a.SessionTTL.D() != 24*time.Hour {
 		t.Errorf("gateway tokens = %+v, session_ttl %s", *a.GatewayTokens, a.SessionTTL)
 	}
 	if cfg.Store == nil || cfg.Store.Bolt == nil || cfg.Store.Redis != nil || cfg.Store.Bolt.Path != filepath.Join("examples", "mcpgate-state.db") {
 		t.Errorf("store = %+v", cfg.Store)
 	}
-	if cfg.Rights == nil || cfg.Rights.File == nil || cfg.Rights.HTTP != nil || cfg.Rights.File.Path != filepath.Join("examples", "rights.yaml") || cfg.Rights.MaxStalenessDuration() != 0 {
+	if cfg.Rights == nil || cfg.Rights.File == nil || cfg.Rights.HTTP != nil || cfg.Rights.File.Path != filepath.Join("examples", "rights.yaml") || cfg.Rights.MaxStaleness.D() != 0 {
 		t.Errorf("rights = %+v", cfg.Rights)
 	}
-	if cfg.Audit.RetentionDuration() != 720*time.Hour || cfg.Audit.Log != AuditLogStderr {
+	if cfg.Audit.Retention.D() != 720*time.Hour || cfg.Audit.Log != AuditLogStderr {
 		t.Errorf("audit = %+v", cfg.Audit)
 	}
-	if cfg.Assertion.KeysFile != "" || cfg.Assertion.Issuer != "http://localhost:8080" || cfg.Assertion.TTLDuration() != time.Minute {
+	if cfg.Assertion.KeysFile != "" || cfg.Assertion.Issuer != "http://localhost:8080" || cfg.Assertion.TTL.D() != time.Minute {
 		t.Errorf("assertion = %+v", cfg.Assertion)
 	}
 	if cfg.Upstreams[0].Audience != "http://127.0.0.1:8081/mcp" {
@@ -87,19 +87,19 @@ func TestIdentityDefaults(t *testing.T) {
 			t.Errorf("upstreams[%d].audience = %q, want %q", i, got, want)
 		}
 	}
-	if got := *c.Auth.GatewayTokens; got != (GatewayTokens{DefaultTTL: DefaultGatewayTokenTTL, MaxTTL: DefaultGatewayTokenMaxTTL}) {
+	if got := *c.Auth.GatewayTokens; got != (GatewayTokens{DefaultTTL: DurationOf(DefaultGatewayTokenTTL), MaxTTL: DurationOf(DefaultGatewayTokenMaxTTL)}) {
 		t.Errorf("gateway_tokens = %+v", got)
 	}
-	if c.Auth.SessionTTL != DefaultSessionTTL || c.Auth.TenantHeader != "" {
+	if c.Auth.SessionTTL != DurationOf(DefaultSessionTTL) || c.Auth.TenantHeader != "" {
 		t.Errorf("auth = %+v", c.Auth)
 	}
-	if c.Audit != (Audit{Retention: DefaultAuditRetention, Log: DefaultAuditLog}) {
+	if c.Audit != (Audit{Retention: DurationOf(DefaultAuditRetention), Log: DefaultAuditLog}) {
 		t.Errorf("audit = %+v", c.Audit)
 	}
-	if c.Rights.MaxStaleness != DefaultRightsMaxStaleness || c.Rights.HTTP.Timeout != DefaultRightsTimeout {
+	if c.Rights.MaxStaleness != DurationOf(DefaultRightsMaxStaleness) || c.Rights.HTTP.Timeout != DurationOf(DefaultRightsTimeout) {
 		t.Errorf("rights = %+v %+v", c.Rights, c.Rights.HTTP)
 	}
-	if c.Assertion != (Assertion{Issuer: "https://gw.example", TTL: DefaultAssertionTTL}) {
+	if c.Assertion != (Assertion{Issuer: "https://gw.example", TTL: DurationOf(DefaultAssertionTTL)}) {
 		t.Errorf("assertion = %+v", c.Assertion)
 	}
 	if c.AdminAPI.PlatformAdminRole != DefaultPlatformAdminRole || c.AdminAPI.TenantAdminRole != DefaultTenantAdminRole {
@@ -112,11 +112,11 @@ func TestIdentityDefaults(t *testing.T) {
 	// Without auth the assertion issuer is "mcpgate"; sections that are
 	// absent stay absent; set values are kept.
 	d := Config{
-		Audit:     Audit{Retention: "1h", Log: AuditLogOff},
-		Assertion: Assertion{TTL: "10s"},
+		Audit:     Audit{Retention: dur("1h"), Log: AuditLogOff},
+		Assertion: Assertion{TTL: dur("10s")},
 	}
 	d.ApplyDefaults()
-	if d.Assertion.Issuer != DefaultAssertionIssuer || d.Assertion.TTL != "10s" || d.Audit != (Audit{Retention: "1h", Log: AuditLogOff}) {
+	if d.Assertion.Issuer != DefaultAssertionIssuer || d.Assertion.TTL != dur("10s") || d.Audit != (Audit{Retention: dur("1h"), Log: AuditLogOff}) {
 		t.Errorf("set values not kept: %+v %+v", d.Assertion, d.Audit)
 	}
 	if d.Store != nil || d.Rights != nil || d.AdminAPI != nil {
@@ -124,37 +124,7 @@ func TestIdentityDefaults(t *testing.T) {
 	}
 }
 
-func TestIdentityAccessors(t *testing.T) {
-	var nilRights *Rights
-	var nilTokens *GatewayTokens
-	var nilAuth *Auth
-	tests := []struct {
-		name      string
-		got, want time.Duration
-	}{
-		{"retention default", Audit{}.RetentionDuration(), 720 * time.Hour},
-		{"retention set", Audit{Retention: "2h"}.RetentionDuration(), 2 * time.Hour},
-		{"staleness nil", nilRights.MaxStalenessDuration(), 0},
-		{"staleness default", (&Rights{}).MaxStalenessDuration(), 0},
-		{"staleness set", (&Rights{MaxStaleness: "30s"}).MaxStalenessDuration(), 30 * time.Second},
-		{"rights timeout default", RightsHTTP{}.TimeoutDuration(), 2 * time.Second},
-		{"rights timeout set", RightsHTTP{Timeout: "250ms"}.TimeoutDuration(), 250 * time.Millisecond},
-		{"assertion ttl default", Assertion{}.TTLDuration(), time.Minute},
-		{"assertion ttl set", Assertion{TTL: "5m"}.TTLDuration(), 5 * time.Minute},
-		{"assertion ttl invalid falls back", Assertion{TTL: "soon"}.TTLDuration(), time.Minute},
-		{"session ttl nil", nilAuth.SessionTTLDuration(), 24 * time.Hour},
-		{"session ttl set", (&Auth{SessionTTL: "1h"}).SessionTTLDuration(), time.Hour},
-		{"token ttl nil", nilTokens.DefaultTTLDuration(), 720 * time.Hour},
-		{"token max ttl nil", nilTokens.MaxTTLDuration(), 2160 * time.Hour},
-		{"token ttl set", (&GatewayTokens{DefaultTTL: "1h", MaxTTL: "2h"}).DefaultTTLDuration(), time.Hour},
-		{"token max ttl set", (&GatewayTokens{DefaultTTL: "1h", MaxTTL: "2h"}).MaxTTLDuration(), 2 * time.Hour},
-	}
-	for _, tt := range tests {
-		if tt.got != tt.want {
-			t.Errorf("%s: got %v, want %v", tt.name, tt.got, tt.want)
-		}
-	}
-
+func TestStaticTokenHash(t *testing.T) {
 	sum := sha256.Sum256([]byte("s3cret"))
 	for _, s := range []string{hex.EncodeToString(sum[:]), strings.ToUpper(hex.EncodeToString(sum[:]))} {
 		if got := (StaticToken{SHA256: s}).Hash(); got != sum {
@@ -222,15 +192,17 @@ func TestValidateIdentity(t *testing.T) {
 			"auth.gateway_tokens: requires a store section: gateway tokens are kept (hashed) in the store",
 			"auth.gateway_tokens: requires a rights section: the rights a token is created with are capped by its creator's live rights",
 		}},
-		{"gateway token ttls", func(c *Config) { c.Auth.GatewayTokens = &GatewayTokens{DefaultTTL: "-1h", MaxTTL: "soon"} }, []string{
+		{"gateway token ttls", func(c *Config) {
+			c.Auth.GatewayTokens = &GatewayTokens{DefaultTTL: DurationOf(-time.Hour), MaxTTL: Duration{}}
+		}, []string{
 			`auth.gateway_tokens.default_ttl: "-1h" must not be negative`,
-			`auth.gateway_tokens.max_ttl: "soon" is not a duration`,
+			`auth.gateway_tokens.max_ttl: required`,
 		}},
-		{"gateway token ttl order", func(c *Config) { c.Auth.GatewayTokens = &GatewayTokens{DefaultTTL: "3h", MaxTTL: "2h"} }, []string{
+		{"gateway token ttl order", func(c *Config) { c.Auth.GatewayTokens = &GatewayTokens{DefaultTTL: dur("3h"), MaxTTL: dur("2h")} }, []string{
 			`auth.gateway_tokens.default_ttl: "3h" is longer than max_ttl ("2h")`,
 		}},
-		{"gateway token ttls equal", func(c *Config) { c.Auth.GatewayTokens = &GatewayTokens{DefaultTTL: "2h", MaxTTL: "2h"} }, nil},
-		{"session ttl", func(c *Config) { c.Auth.SessionTTL = "0s" }, []string{`auth.session_ttl: "0s" must be greater than 0`}},
+		{"gateway token ttls equal", func(c *Config) { c.Auth.GatewayTokens = &GatewayTokens{DefaultTTL: dur("2h"), MaxTTL: dur("2h")} }, nil},
+		{"session ttl", func(c *Config) { c.Auth.SessionTTL = dur("0s") }, []string{`auth.session_ttl: "0s" must be greater than 0`}},
 		{"tenant header not a token", func(c *Config) { c.Auth.TenantHeader = "X Tenant" }, []string{`auth.tenant_header: "X Tenant" is not an HTTP header name`}},
 		{"tenant header cookie", func(c *Config) { c.Auth.TenantHeader = "Cookie" }, []string{`auth.tenant_header: "Cookie" cannot name the tenant: it is reserved`}},
 		{"tenant header host", func(c *Config) { c.Auth.TenantHeader = "HOST" }, []string{"auth.tenant_header:", "reserved"}},
@@ -256,23 +228,23 @@ func TestValidateIdentity(t *testing.T) {
 		{"redis unparsable", func(c *Config) { c.Store = &Store{Redis: &RedisStore{URL: "redis://:pw@r example/"}} }, []string{"store.redis.url: not a URL"}},
 		{"redis option", func(c *Config) { c.Store = &Store{Redis: &RedisStore{URL: "redis://:pw@r/0?color=red"}} }, []string{"store.redis.url:", "unexpected option: color"}},
 		{"redis unix without path", func(c *Config) { c.Store = &Store{Redis: &RedisStore{URL: "unix://"}} }, []string{"store.redis.url:", "empty unix socket path"}},
-		{"audit", func(c *Config) { c.Audit = Audit{Retention: "59m", Log: "file"} }, []string{
+		{"audit", func(c *Config) { c.Audit = Audit{Retention: dur("59m"), Log: "file"} }, []string{
 			`audit.retention: "59m" is below the minimum of 1h`, `audit.log: "file" must be one of stderr, stdout, off`,
 		}},
-		{"audit retention 1h", func(c *Config) { c.Audit.Retention = "1h" }, nil},
-		{"rights without source", func(c *Config) { c.Rights = &Rights{MaxStaleness: "0s"} }, []string{"rights: needs a source"}},
-		{"rights with both", func(c *Config) { c.Rights.HTTP = &RightsHTTP{URL: "https://r.example", Timeout: "2s"} }, []string{"rights: has both http and file"}},
-		{"rights staleness", func(c *Config) { c.Rights.MaxStaleness = "5m1s" }, []string{`rights.max_staleness: "5m1s" is above the maximum of 5m`}},
-		{"rights staleness 5m", func(c *Config) { c.Rights.MaxStaleness = "5m" }, nil},
-		{"rights staleness negative", func(c *Config) { c.Rights.MaxStaleness = "-1s" }, []string{`rights.max_staleness: "-1s" must not be negative`}},
+		{"audit retention 1h", func(c *Config) { c.Audit.Retention = dur("1h") }, nil},
+		{"rights without source", func(c *Config) { c.Rights = &Rights{MaxStaleness: dur("0s")} }, []string{"rights: needs a source"}},
+		{"rights with both", func(c *Config) { c.Rights.HTTP = &RightsHTTP{URL: "https://r.example", Timeout: dur("2s")} }, []string{"rights: has both http and file"}},
+		{"rights staleness", func(c *Config) { c.Rights.MaxStaleness = dur("5m1s") }, []string{`rights.max_staleness: "5m1s" is above the maximum of 5m`}},
+		{"rights staleness 5m", func(c *Config) { c.Rights.MaxStaleness = dur("5m") }, nil},
+		{"rights staleness negative", func(c *Config) { c.Rights.MaxStaleness = DurationOf(-time.Second) }, []string{`rights.max_staleness: "-1s" must not be negative`}},
 		{"rights file missing", func(c *Config) { c.Rights.File.Path = filepath.Join(t.TempDir(), "none.yaml") }, []string{"rights.file.path:", "does not exist"}},
 		{"rights file directory", func(c *Config) { c.Rights.File.Path = t.TempDir() }, []string{"rights.file.path:", "is a directory, not the rights file"}},
 		{"rights file required", func(c *Config) { c.Rights.File.Path = "" }, []string{"rights.file.path: required"}},
 		{"rights http", func(c *Config) {
-			c.Rights = &Rights{MaxStaleness: "1s", HTTP: &RightsHTTP{URL: "http://localhost:9000/rights", Timeout: "30s", Headers: map[string]string{"Authorization": "Bearer x"}}}
+			c.Rights = &Rights{MaxStaleness: dur("1s"), HTTP: &RightsHTTP{URL: "http://localhost:9000/rights", Timeout: dur("30s"), Headers: map[string]string{"Authorization": "Bearer x"}}}
 		}, nil},
 		{"rights http problems", func(c *Config) {
-			c.Rights = &Rights{MaxStaleness: "1s", HTTP: &RightsHTTP{URL: "ftp://u:pw@r.example/x", Timeout: "0s", Headers: map[string]string{
+			c.Rights = &Rights{MaxStaleness: dur("1s"), HTTP: &RightsHTTP{URL: "ftp://u:pw@r.example/x", Timeout: dur("0s"), Headers: map[string]string{
 				"A B": "x", "X-Key": "line\nbreak", "x-key": "again", "Empty": "",
 			}}}
 		}, []string{
@@ -283,25 +255,25 @@ func TestValidateIdentity(t *testing.T) {
 			"rights.http.headers.X-Key: the value contains a line break or control character",
 			`rights.http.headers.x-key: "x-key" is also rights.http.headers.X-Key`,
 		}},
-		{"rights http url", func(c *Config) { c.Rights = &Rights{MaxStaleness: "0s", HTTP: &RightsHTTP{Timeout: "1s"}} }, []string{"rights.http.url: required"}},
+		{"rights http url", func(c *Config) { c.Rights = &Rights{MaxStaleness: dur("0s"), HTTP: &RightsHTTP{Timeout: dur("1s")}} }, []string{"rights.http.url: required"}},
 		{"rights http no host", func(c *Config) {
-			c.Rights = &Rights{MaxStaleness: "0s", HTTP: &RightsHTTP{URL: "https:///x", Timeout: "1s"}}
+			c.Rights = &Rights{MaxStaleness: dur("0s"), HTTP: &RightsHTTP{URL: "https:///x", Timeout: dur("1s")}}
 		}, []string{"rights.http.url:", "has no host"}},
 		{"rights http plain", func(c *Config) {
-			c.Rights = &Rights{MaxStaleness: "0s", HTTP: &RightsHTTP{URL: "http://r.example/x", Timeout: "1s"}}
+			c.Rights = &Rights{MaxStaleness: dur("0s"), HTTP: &RightsHTTP{URL: "http://r.example/x", Timeout: dur("1s")}}
 		}, []string{"rights.http.url:", "https is required except on loopback hosts"}},
 		{"rights http timeout", func(c *Config) {
-			c.Rights = &Rights{MaxStaleness: "0s", HTTP: &RightsHTTP{URL: "https://r.example", Timeout: "31s"}}
+			c.Rights = &Rights{MaxStaleness: dur("0s"), HTTP: &RightsHTTP{URL: "https://r.example", Timeout: dur("31s")}}
 		}, []string{`rights.http.timeout: "31s" is above the maximum of 30s`}},
 		{"assertion", func(c *Config) {
-			c.Assertion = Assertion{KeysFile: filepath.Join(t.TempDir(), "k.json"), Issuer: "", TTL: "11m"}
+			c.Assertion = Assertion{KeysFile: filepath.Join(t.TempDir(), "k.json"), Issuer: "", TTL: dur("11m")}
 		}, []string{
 			"assertion.keys_file:", "does not exist",
 			"assertion.issuer: required",
 			`assertion.ttl: "11m" is above the maximum of 10m`,
 		}},
-		{"assertion ttl bounds", func(c *Config) { c.Assertion.TTL = "10s" }, nil},
-		{"assertion ttl below", func(c *Config) { c.Assertion.TTL = "9s" }, []string{`assertion.ttl: "9s" is below the minimum of 10s`}},
+		{"assertion ttl bounds", func(c *Config) { c.Assertion.TTL = dur("10s") }, nil},
+		{"assertion ttl below", func(c *Config) { c.Assertion.TTL = dur("9s") }, []string{`assertion.ttl: "9s" is below the minimum of 10s`}},
 		{"assertion keys directory", func(c *Config) { c.Assertion.KeysFile = t.TempDir() }, []string{"assertion.keys_file:", "is a directory"}},
 		{"assertion no keys file", func(c *Config) { c.Assertion.KeysFile = "" }, nil},
 		{"audience", func(c *Config) { c.Upstreams[0].Audience = "a\tb" }, []string{`upstreams[0].audience: "a\tb" must not contain spaces`}},
@@ -449,7 +421,7 @@ assertion: {keys_file: keys.json}
 // TestIdentitySecretsNeverPrinted checks that the rights endpoint's header
 // values and the Redis password stay out of logs and formatted output.
 func TestIdentitySecretsNeverPrinted(t *testing.T) {
-	h := RightsHTTP{URL: "https://u:urlpw@r.example/x", Timeout: "2s", Headers: map[string]string{"Authorization": "Bearer s3cret"}}
+	h := RightsHTTP{URL: "https://u:urlpw@r.example/x", Timeout: dur("2s"), Headers: map[string]string{"Authorization": "Bearer s3cret"}}
 	r := RedisStore{URL: "rediss://:redispw@redis.example:6380/0"}
 	var buf bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&buf, nil))
@@ -478,7 +450,7 @@ func TestIdentitySectionsAbsent(t *testing.T) {
 	if cfg.Store != nil || cfg.Rights != nil || cfg.AdminAPI != nil || cfg.Auth != nil {
 		t.Errorf("sections = %+v %+v %+v %+v, want nil", cfg.Store, cfg.Rights, cfg.AdminAPI, cfg.Auth)
 	}
-	want := Assertion{Issuer: DefaultAssertionIssuer, TTL: DefaultAssertionTTL}
+	want := Assertion{Issuer: DefaultAssertionIssuer, TTL: DurationOf(DefaultAssertionTTL)}
 	if !reflect.DeepEqual(cfg.Assertion, want) {
 		t.Errorf("assertion = %+v, want %+v", cfg.Assertion, want)
 	}

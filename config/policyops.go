@@ -30,11 +30,11 @@ type PolicyBundle struct {
 	// Shortest wait between polls; whole seconds, 1s–24h.
 	//
 	// Default: `60s` (OPA's).
-	MinDelay string `yaml:"min_delay"`
+	MinDelay Duration `yaml:"min_delay"`
 	// Longest wait between polls; not below `min_delay`.
 	//
 	// Default: `120s` (OPA's).
-	MaxDelay string `yaml:"max_delay"`
+	MaxDelay Duration `yaml:"max_delay"`
 	// A token sent as `Authorization: Bearer` to the bundle (and status)
 	// server.
 	//
@@ -83,11 +83,11 @@ type DecisionLogs struct {
 	// Shortest wait between uploads; 1s–24h.
 	//
 	// Default: `300s` (OPA's).
-	MinDelay string `yaml:"min_delay"`
+	MinDelay Duration `yaml:"min_delay"`
 	// Longest wait between uploads.
 	//
 	// Default: `600s` (OPA's).
-	MaxDelay string `yaml:"max_delay"`
+	MaxDelay Duration `yaml:"max_delay"`
 	// A Rego file replacing the default mask policy: `package system.log`, a
 	// set rule `mask` of JSON pointers (OPA's mask format). Checked at start
 	// and by `mcpgate validate`.
@@ -233,14 +233,14 @@ func checkHTTPURL(p *problems, at, raw string) {
 	}
 }
 
-func checkDelays(p *problems, at, minD, maxD string) {
+func checkDelays(p *problems, at string, minD, maxD Duration) {
 	var lo, hi time.Duration
 	var okLo, okHi bool
-	if minD != "" {
-		lo, okLo = checkDurationIn(p, at+".min_delay", minD, durationRange{positive: true, min: "1s", max: "24h"})
+	if minD.IsSet() {
+		lo, okLo = checkDurationIn(p, at+".min_delay", minD, durationRange{positive: true, min: time.Second, max: 24 * time.Hour})
 	}
-	if maxD != "" {
-		hi, okHi = checkDurationIn(p, at+".max_delay", maxD, durationRange{positive: true, min: "1s", max: "24h"})
+	if maxD.IsSet() {
+		hi, okHi = checkDurationIn(p, at+".max_delay", maxD, durationRange{positive: true, min: time.Second, max: 24 * time.Hour})
 	}
 	if okLo && okHi && hi < lo {
 		p.add(at+".max_delay", "%s is below min_delay %s", maxD, minD)
@@ -254,7 +254,7 @@ func (b *PolicyBundle) BundleOptions() (*policy.BundleOptions, error) {
 		return nil, nil
 	}
 	o := &policy.BundleOptions{URL: b.URL, KeyID: b.KeyID, Algorithm: b.Algorithm, Scope: b.Scope, StatusURL: b.StatusURL,
-		MinDelay: durationOr(b.MinDelay, "0s"), MaxDelay: durationOr(b.MaxDelay, "0s")}
+		MinDelay: b.MinDelay.D(), MaxDelay: b.MaxDelay.D()}
 	var err error
 	if o.BearerToken, err = readSecret(b.BearerTokenFile); err != nil {
 		return nil, err
@@ -275,7 +275,7 @@ func (d *DecisionLogs) DecisionLogOptions() (*policy.DecisionLogOptions, error) 
 		return nil, nil
 	}
 	o := &policy.DecisionLogOptions{URL: d.URL, Console: d.Console, QueueSize: d.QueueSize,
-		MinDelay: durationOr(d.MinDelay, "0s"), MaxDelay: durationOr(d.MaxDelay, "0s")}
+		MinDelay: d.MinDelay.D(), MaxDelay: d.MaxDelay.D()}
 	var err error
 	if o.BearerToken, err = readSecret(d.BearerTokenFile); err != nil {
 		return nil, err

@@ -9,9 +9,9 @@ import (
 const (
 	// DefaultTaskMaxTTL bounds how long a task binding lives when the
 	// task's own ttl is longer, null (unlimited) or absent.
-	DefaultTaskMaxTTL = "1h"
+	DefaultTaskMaxTTL = time.Hour
 	// MaxTaskMaxTTL caps tasks.max_ttl.
-	MaxTaskMaxTTL = "168h"
+	MaxTaskMaxTTL = 168 * time.Hour
 	// TasksExtension is the identifier of the tasks extension of revision
 	// 2026-07-28 (SEP-2663). mcpgate does not handle it (yet): it is
 	// always stripped, and cannot be allowed in extensions.allow.
@@ -33,12 +33,8 @@ type Tasks struct {
 	// mcpgate. From `1s` to `168h`.
 	//
 	// Default: `1h`.
-	MaxTTL string `yaml:"max_ttl"`
+	MaxTTL Duration `yaml:"max_ttl"`
 }
-
-// MaxTTLDuration is MaxTTL as a time.Duration; on a value that does not
-// parse it returns the default.
-func (t Tasks) MaxTTLDuration() time.Duration { return durationOr(t.MaxTTL, DefaultTaskMaxTTL) }
 
 // Extensions configures which capability extensions pass between clients
 // and upstreams. Extensions are named in capabilities.extensions (revision
@@ -66,9 +62,7 @@ type Extensions struct {
 var extensionName = regexp.MustCompile(`^([A-Za-z]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z]([A-Za-z0-9-]*[A-Za-z0-9])?)*/)?[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`)
 
 func (c *Config) validateTasks(p *problems) {
-	if c.Tasks.MaxTTL != "" { // "": DefaultTaskMaxTTL
-		checkDurationIn(p, "tasks.max_ttl", c.Tasks.MaxTTL, durationRange{positive: true, min: "1s", max: MaxTaskMaxTTL})
-	}
+	checkDurationIn(p, "tasks.max_ttl", c.Tasks.MaxTTL, durationRange{positive: true, min: time.Second, max: MaxTaskMaxTTL})
 	if c.Tasks.Enabled && c.Store == nil {
 		p.add("tasks.enabled", "tasks need a store section: each task id is bound there to the caller that started it")
 	}

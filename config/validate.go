@@ -72,13 +72,13 @@ func (c *Config) validateListeners(p *problems) {
 		} else {
 			checkAddress(p, "listeners.extproc.address", e.Address)
 		}
-		budget, err := time.ParseDuration(e.MessageBudget)
-		if err != nil || budget <= 0 {
-			p.add("listeners.extproc.message_budget", "%q is not a positive duration (e.g. %q)", e.MessageBudget, DefaultMessageBudget)
+		budget := e.MessageBudget.D()
+		if !e.MessageBudget.IsSet() || budget <= 0 {
+			p.add("listeners.extproc.message_budget", "%q is not a positive duration (e.g. %q)", e.MessageBudget, DurationOf(DefaultMessageBudget))
 			budget = 0
 		}
-		if d, err := time.ParseDuration(e.MaxMessageBudget); err != nil || d < 0 {
-			p.add("listeners.extproc.max_message_budget", "%q is not a duration of 0s or more (e.g. %q; \"0s\" never extends)", e.MaxMessageBudget, DefaultMaxMessageBudget)
+		if d := e.MaxMessageBudget.D(); !e.MaxMessageBudget.IsSet() || d < 0 {
+			p.add("listeners.extproc.max_message_budget", "%q is not a duration of 0s or more (e.g. %q; \"0s\" never extends)", e.MaxMessageBudget, DurationOf(DefaultMaxMessageBudget))
 		} else if d > 0 && d < budget {
 			p.add("listeners.extproc.max_message_budget", "%q is below listeners.extproc.message_budget %q; it must be at least that, or \"0s\" never to extend", e.MaxMessageBudget, e.MessageBudget)
 		} else if d > MaxMaxMessageBudget {
@@ -286,7 +286,6 @@ func checkURLTenant(p *problems, at string, u Upstream, routeOK, routeHasTenant 
 	}
 }
 
-// checkDuration checks a Go duration string that must not be negative.
 // checkUniqueName checks the name at path of element i of list: required,
 // matching pattern (described by shape), and unique among the names seen
 // so far (name → index), which it records.
@@ -305,53 +304,43 @@ func checkUniqueName(p *problems, path, list, name string, i int, pattern *regex
 	}
 }
 
-func checkDuration(p *problems, path, s string) {
-	if s == "" {
-		p.add(path, "required (a duration such as \"30s\"; \"0s\" for none)")
-		return
-	}
-	d, err := time.ParseDuration(s)
+// checkDuration checks a duration that must be set and not negative ("0s"
+// means none).
+func checkDuration(p *problems, path string, d Duration) {
 	switch {
-	case err != nil:
-		p.addErr(path, err, "%q is not a duration; use a number with a unit: ms, s, m or h (e.g. \"30s\", \"1m30s\")", s)
-	case d < 0:
-		p.add(path, "%q must not be negative (\"0s\" means no timeout)", s)
+	case !d.IsSet():
+		p.add(path, "required (a duration such as \"30s\"; \"0s\" for none)")
+	case d.D() < 0:
+		p.add(path, "%q must not be negative (\"0s\" means no timeout)", d)
 	}
 }
 
 // durationRange bounds a duration key for checkDurationIn.
 type durationRange struct {
-	positive bool   // must be greater than 0
-	min, max string // inclusive bounds as duration strings; "": none
+	positive bool          // must be greater than 0
+	min, max time.Duration // inclusive bounds; 0: none
 }
 
-// checkDurationIn checks a Go duration string that must not be negative
-// and must lie in r. It returns the duration and whether it is usable.
-func checkDurationIn(p *problems, path, s string, r durationRange) (time.Duration, bool) {
-	if s == "" {
+// checkDurationIn checks a duration that must be set, not negative and in
+// r. It returns the duration and whether it is usable.
+func checkDurationIn(p *problems, path string, d Duration, r durationRange) (time.Duration, bool) {
+	if !d.IsSet() {
 		p.add(path, "required (a duration such as \"30s\")")
 		return 0, false
 	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		p.addErr(path, err, "%q is not a duration; use a number with a unit: ms, s, m or h (e.g. \"30s\", \"1m30s\")", s)
-		return 0, false
-	}
-	lo, _ := time.ParseDuration(r.min)
-	hi, _ := time.ParseDuration(r.max)
-	switch {
-	case d < 0:
-		p.add(path, "%q must not be negative", s)
-	case r.positive && d == 0:
-		p.add(path, "%q must be greater than 0", s)
-	case r.min != "" && d < lo:
-		p.add(path, "%q is below the minimum of %s", s, r.min)
-	case r.max != "" && d > hi:
-		p.add(path, "%q is above the maximum of %s", s, r.max)
+	switch v := d.D(); {
+	case v < 0:
+		p.add(path, "%q must not be negative", d)
+	case r.positive && v == 0:
+		p.add(path, "%q must be greater than 0", d)
+	case r.min != 0 && v < r.min:
+		p.add(path, "%q is below the minimum of %s", d, DurationOf(r.min))
+	case r.max != 0 && v > r.max:
+		p.add(path, "%q is above the maximum of %s", d, DurationOf(r.max))
 	default:
-		return d, true
+		return v, true
 	}
-	return d, false
+	return d.D(), false
 }
 
 func (c *Config) validatePolicy(p *problems) {

@@ -11,12 +11,12 @@ var bucketName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
 
 // Defaults and bounds of the write_safety section.
 const (
-	DefaultReplayWindow = "10m"
-	DefaultConfirmTTL   = "10m"
-	DefaultWaitInFlight = "2s"
-	MaxReplayWindow     = "24h"
-	MaxConfirmTTL       = "24h"
-	MaxWaitInFlight     = "25s"
+	DefaultReplayWindow = 10 * time.Minute
+	DefaultConfirmTTL   = 10 * time.Minute
+	DefaultWaitInFlight = 2 * time.Second
+	MaxReplayWindow     = 24 * time.Hour
+	MaxConfirmTTL       = 24 * time.Hour
+	MaxWaitInFlight     = 25 * time.Second
 )
 
 // WriteSafety configures replay protection of silent writes and two-step
@@ -30,13 +30,13 @@ type WriteSafety struct {
 	// (same connection, tool and RFC 8785 canonical arguments; an
 	// `idempotency_key` argument the tool declares names the write instead)
 	// with `replayed: true`, running nothing. From `1s` to `24h`.
-	ReplayWindow string `yaml:"replay_window"`
+	ReplayWindow Duration `yaml:"replay_window"`
 	// How long a preview's `confirm_token` stays valid. From `10s` to `24h`.
-	ConfirmTTL string `yaml:"confirm_ttl"`
+	ConfirmTTL Duration `yaml:"confirm_ttl"`
 	// How long a repeat arriving while the first call still runs waits for
 	// its result before it is answered `in_progress`. At most `25s`; keep it
 	// below Envoy's message timeout in ext_proc mode.
-	WaitInFlight string `yaml:"wait_in_flight"`
+	WaitInFlight Duration `yaml:"wait_in_flight"`
 	// The AES-256-GCM keys (a JSON set of `oct` JWKs, `mcpgate sealing-keys
 	// generate`) that seal the `requestState` of approvals asked through
 	// `input_required` (a 2026-07-28 client that declares form elicitation
@@ -48,22 +48,6 @@ type WriteSafety struct {
 	//
 	// Default: none: a key made for this process only (a warning at start).
 	SealingKeysFile string `yaml:"sealing_keys_file"`
-}
-
-// ReplayWindowDuration, ConfirmTTLDuration and WaitInFlightDuration are
-// the keys as durations (the default on a value that does not parse).
-func (w WriteSafety) ReplayWindowDuration() time.Duration {
-	return durationOr(w.ReplayWindow, DefaultReplayWindow)
-}
-
-// ConfirmTTLDuration: see ReplayWindowDuration.
-func (w WriteSafety) ConfirmTTLDuration() time.Duration {
-	return durationOr(w.ConfirmTTL, DefaultConfirmTTL)
-}
-
-// WaitInFlightDuration: see ReplayWindowDuration.
-func (w WriteSafety) WaitInFlightDuration() time.Duration {
-	return durationOr(w.WaitInFlight, DefaultWaitInFlight)
 }
 
 // Rate bucket names the default policy uses (decision buckets). A
@@ -88,8 +72,8 @@ const (
 	DefaultConcurrency       = 2
 	DefaultReservedForWrites = 1
 	DefaultLoopBrake         = 3
-	DefaultToolDeadline      = "60s"
-	MaxToolDeadline          = "10m"
+	DefaultToolDeadline      = 60 * time.Second
+	MaxToolDeadline          = 10 * time.Minute
 )
 
 // RateLimits configures the limits per effect class.
@@ -121,7 +105,7 @@ type RateLimits struct {
 	ReadsWhenUnavailable bool `yaml:"reads_when_unavailable"`
 	// How long one `tools/call` may take upstream when its tool declares no
 	// `deadline_ms`. From `1s` to `10m`.
-	DefaultDeadline string `yaml:"default_deadline"`
+	DefaultDeadline Duration `yaml:"default_deadline"`
 }
 
 // Bucket is one rate: Rate events per Per, with bursts up to Burst.
@@ -133,42 +117,27 @@ type Bucket struct {
 	// The period of `rate`. From `1s` to `24h`.
 	//
 	// Default: `1m` (notify, wake: `1h`).
-	Per string `yaml:"per"`
+	Per Duration `yaml:"per"`
 	// Calls allowed at once before the rate applies. At least 1.
 	//
 	// Default: reads 60, expensive_reads 10, writes 10, notify 3, wake 2.
 	Burst int `yaml:"burst"`
 }
 
-// PerDuration is Per as a duration (one minute on a value that does not
-// parse).
-func (b Bucket) PerDuration() time.Duration { return durationOr(b.Per, "1m") }
-
 // DefaultBuckets are the rates of the default bucket names.
 var DefaultBuckets = map[string]Bucket{
-	BucketReads:          {Rate: 600, Per: "1m", Burst: 60},
-	BucketExpensiveReads: {Rate: 60, Per: "1m", Burst: 10},
-	BucketWrites:         {Rate: 60, Per: "1m", Burst: 10},
-	BucketNotify:         {Rate: 10, Per: "1h", Burst: 3},
-	BucketWake:           {Rate: 6, Per: "1h", Burst: 2},
-}
-
-// DefaultDeadlineDuration is DefaultDeadline as a duration.
-func (r RateLimits) DefaultDeadlineDuration() time.Duration {
-	return durationOr(r.DefaultDeadline, DefaultToolDeadline)
+	BucketReads:          {Rate: 600, Per: DurationOf(time.Minute), Burst: 60},
+	BucketExpensiveReads: {Rate: 60, Per: DurationOf(time.Minute), Burst: 10},
+	BucketWrites:         {Rate: 60, Per: DurationOf(time.Minute), Burst: 10},
+	BucketNotify:         {Rate: 10, Per: DurationOf(time.Hour), Burst: 3},
+	BucketWake:           {Rate: 6, Per: DurationOf(time.Hour), Burst: 2},
 }
 
 func (c *Config) applyWriteDefaults() {
 	w := &c.WriteSafety
-	if w.ReplayWindow == "" {
-		w.ReplayWindow = DefaultReplayWindow
-	}
-	if w.ConfirmTTL == "" {
-		w.ConfirmTTL = DefaultConfirmTTL
-	}
-	if w.WaitInFlight == "" {
-		w.WaitInFlight = DefaultWaitInFlight
-	}
+	w.ReplayWindow.orDefault(DefaultReplayWindow)
+	w.ConfirmTTL.orDefault(DefaultConfirmTTL)
+	w.WaitInFlight.orDefault(DefaultWaitInFlight)
 	r := &c.RateLimits
 	if r.Backend == "" {
 		r.Backend = RateBackendMemory
@@ -193,15 +162,13 @@ func (c *Config) applyWriteDefaults() {
 	if r.LoopBrake == 0 {
 		r.LoopBrake = DefaultLoopBrake
 	}
-	if r.DefaultDeadline == "" {
-		r.DefaultDeadline = DefaultToolDeadline
-	}
+	r.DefaultDeadline.orDefault(DefaultToolDeadline)
 }
 
 func (c *Config) validateWrites(p *problems) {
 	w := c.WriteSafety
-	checkDurationIn(p, "write_safety.replay_window", w.ReplayWindow, durationRange{positive: true, min: "1s", max: MaxReplayWindow})
-	checkDurationIn(p, "write_safety.confirm_ttl", w.ConfirmTTL, durationRange{positive: true, min: "10s", max: MaxConfirmTTL})
+	checkDurationIn(p, "write_safety.replay_window", w.ReplayWindow, durationRange{positive: true, min: time.Second, max: MaxReplayWindow})
+	checkDurationIn(p, "write_safety.confirm_ttl", w.ConfirmTTL, durationRange{positive: true, min: 10 * time.Second, max: MaxConfirmTTL})
 	checkDurationIn(p, "write_safety.wait_in_flight", w.WaitInFlight, durationRange{positive: true, max: MaxWaitInFlight})
 	r := c.RateLimits
 	switch r.Backend {
@@ -230,7 +197,7 @@ func (c *Config) validateWrites(p *problems) {
 		if b.Burst < 1 {
 			p.add(path+".burst", "%d must be at least 1", b.Burst)
 		}
-		checkDurationIn(p, path+".per", b.Per, durationRange{positive: true, min: "1s", max: "24h"})
+		checkDurationIn(p, path+".per", b.Per, durationRange{positive: true, min: time.Second, max: 24 * time.Hour})
 	}
 	if r.Concurrency < 1 {
 		p.add("rate_limits.concurrency", "%d must be at least 1", r.Concurrency)
@@ -241,5 +208,5 @@ func (c *Config) validateWrites(p *problems) {
 	if r.LoopBrake < 2 {
 		p.add("rate_limits.loop_brake", "%d must be at least 2", r.LoopBrake)
 	}
-	checkDurationIn(p, "rate_limits.default_deadline", r.DefaultDeadline, durationRange{positive: true, min: "1s", max: MaxToolDeadline})
+	checkDurationIn(p, "rate_limits.default_deadline", r.DefaultDeadline, durationRange{positive: true, min: time.Second, max: MaxToolDeadline})
 }

@@ -105,7 +105,7 @@ func startApprovalEnv(t *testing.T, name string, mutate func(*config.Config)) *a
 	}
 	env.g = env.e.startGateway(t, name, func(c *config.Config) {
 		c.Listeners.Admin.Address = adminAddr
-		c.Rights.MaxStaleness = "0s"
+		c.Rights.MaxStaleness = config.DurationOf(0)
 		for _, tool := range []string{demo.ToolPageTechnician, demo.ToolSendBookingConfirmation} {
 			d := c.Upstreams[0].Tools[tool]
 			d.LegallyBinding = true // out of band, always
@@ -480,7 +480,7 @@ func TestApprovalPage(t *testing.T) {
 // TestApprovalExpired: an action that expired without a decision can be
 // neither approved nor confirmed.
 func TestApprovalExpired(t *testing.T) {
-	env := startApprovalEnv(t, "approvals-exp", func(c *config.Config) { c.WriteSafety.ConfirmTTL = "10s" })
+	env := startApprovalEnv(t, "approvals-exp", func(c *config.Config) { c.WriteSafety.ConfirmTTL = config.DurationOf(10 * time.Second) })
 	env.e.demo.Reset()
 	p := env.preview(t, "1", demo.ToolSendBookingConfirmation, `{"booking_id":"B-1001"}`)
 	carol, pg := env.signIn(t, "carol", strings.TrimPrefix(p.URL, env.admin))

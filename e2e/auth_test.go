@@ -85,7 +85,7 @@ func (e *authEnv) via(upstream string) map[string]string {
 	return map[string]string{"proxy": e.proxy, "extproc": e.drivers[upstream]}
 }
 
-func startAuthEnv(t *testing.T, minJWKSRefresh string) *authEnv {
+func startAuthEnv(t *testing.T, minJWKSRefresh time.Duration) *authEnv {
 	t.Helper()
 	p := oidctest.Start(t)
 	rec := &recorder{next: demo.New(demo.Options{}).Handler()}
@@ -106,7 +106,7 @@ func startAuthEnv(t *testing.T, minJWKSRefresh string) *authEnv {
 		Tools: map[string]policy.ToolDeclaration{"lookup": {Effect: policy.EffectRead, Rights: []string{"lookup:read"}}}})
 	cfg.Auth = &config.Auth{
 		ResourceBaseURL: authBase,
-		Issuers:         []config.Issuer{{Issuer: p.Issuer, TenantClaim: "tenant", MinJWKSRefresh: minJWKSRefresh}},
+		Issuers:         []config.Issuer{{Issuer: p.Issuer, TenantClaim: "tenant", MinJWKSRefresh: optDuration(minJWKSRefresh)}},
 	}
 	// The synthetic upstream is no MCP server the catalog could list, and
 	// these cases check authentication around forwarded answers: catalog
@@ -223,7 +223,7 @@ func hs256WithPublicKey(t *testing.T, p *oidctest.Provider) string {
 // OpenID provider: both must give the client the same status, challenge and
 // body, and the expected ones.
 func TestAuthDifferential(t *testing.T) {
-	e := startAuthEnv(t, "")
+	e := startAuthEnv(t, 0)
 	p := e.p
 	other := oidctest.Start(t) // a second provider nobody trusts
 
@@ -368,7 +368,7 @@ func TestAuthDifferential(t *testing.T) {
 // well-known path and at the bare one (first route), unauthenticated, the
 // same through both adapters.
 func TestProtectedResourceMetadata(t *testing.T) {
-	e := startAuthEnv(t, "")
+	e := startAuthEnv(t, 0)
 	for path, resource := range map[string]string{
 		"/.well-known/oauth-protected-resource/mcp":           demoResource,
 		"/.well-known/oauth-protected-resource":               demoResource,
@@ -444,7 +444,7 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // TestSDKClientWithToken: the official Go SDK client with an Authorization
 // header, through the proxy and through Envoy, for both revisions.
 func TestSDKClientWithToken(t *testing.T) {
-	e := startAuthEnv(t, "")
+	e := startAuthEnv(t, 0)
 	token := e.p.MustClientCredentials(t, provider.ClientGateway, provider.ClientGatewaySecret, demoResource, "customers:read", "technicians:read")
 	for via, base := range e.via("demo") {
 		for _, version := range []string{"2026-07-28", "2025-11-25"} {
@@ -494,7 +494,7 @@ func TestSDKClientWithToken(t *testing.T) {
 // through both adapters, never an unchecked pass; a token verified before
 // keeps working from the cache.
 func TestProviderDownFailsClosed(t *testing.T) {
-	e := startAuthEnv(t, "1ms")
+	e := startAuthEnv(t, time.Millisecond)
 	cached := e.p.MustClientCredentials(t, provider.ClientGateway, provider.ClientGatewaySecret, demoResource, "customers:read")
 	for via, base := range e.via("demo") {
 		if a := send(t, "POST", base+"/mcp", bearer(cached, "tools/call", "find_customers"), call("1", "find_customers", `{"query":"a"}`)); a.Status != 200 {
@@ -519,4 +519,13 @@ func TestProviderDownFailsClosed(t *testing.T) {
 	if got["proxy"] != got["extproc"] {
 		t.Errorf("proxy and ext_proc differ:\nproxy:    %+v\next_proc: %+v", got["proxy"], got["extproc"])
 	}
+}
+
+// optDuration is d as a configuration duration; 0 leaves it unset (the
+// default applies).
+func optDuration(d time.Duration) config.Duration {
+	if d == 0 {
+		return config.Duration{}
+	}
+	return config.DurationOf(d)
 }

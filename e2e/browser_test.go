@@ -271,8 +271,8 @@ func previewOf(t *testing.T, r *sdk.CallToolResult) oobPreview {
 	return p
 }
 
-// TestApprovalPageInBrowser is issue 8's real-browser test: an agent (the
-// MCP Go SDK client) calls a notify tool through mcpgate; the policy
+// TestApprovalPageInBrowser is the approval page's real-browser test: an
+// agent (the MCP Go SDK client) calls a notify tool through mcpgate; the policy
 // sends it to the approval page, so the preview carries approval_url and
 // confirm_action answers approval_pending. Headless Chromium (Debian's,
 // driven by playwright-core) opens the link, is sent to the real OpenID

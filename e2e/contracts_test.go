@@ -28,7 +28,7 @@ import (
 	"github.com/mcpgate/mcpgate/policy"
 )
 
-// Issue 5, "Bad input": each case through the standalone proxy and through
+// Bad input: each case through the standalone proxy and through
 // Envoy (the driver) + ext_proc, with the same client-visible answer, in
 // front of real upstreams (see startContractEnv).
 
@@ -935,7 +935,7 @@ func listen(t *testing.T, url, token string) <-chan string {
 	return msgs
 }
 
-// TestContractErrorShape (issue 5 item 5): through the proxy and Envoy +
+// TestContractErrorShape: through the proxy and Envoy +
 // ext_proc, every refusal of a tools/call is HTTP 200, isError, text
 // "Error: … Fix: …" whose last line is the JSON details equal to
 // structuredContent, and that structuredContent validates against the

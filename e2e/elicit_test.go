@@ -31,7 +31,7 @@ func elicitRetry(state, answer string) string {
 // the tool once, a replayed or forged requestState is refused and runs
 // nothing, a declined one rejects the action, and a requestState sealed
 // before a key rotation (staged, promoted, reloaded) still opens. Through
-// the standalone proxy and the Envoy driver (issue 6 item 3).
+// the standalone proxy and the Envoy driver.
 func TestElicitedApproval(t *testing.T) {
 	e := startContractEnv(t)
 	ks, err := sealing.GenerateKeySet()

@@ -101,7 +101,7 @@ func TestExtProcOverrideMessageTimeout(t *testing.T) {
 	cfg.Listeners.Proxy.Disabled = true
 	cfg.Listeners.Admin.Disabled = true
 	cfg.Listeners.ExtProc.Address = "127.0.0.1:0"
-	cfg.Listeners.ExtProc.MaxMessageBudget = overrideMaxBudget.String()
+	cfg.Listeners.ExtProc.MaxMessageBudget = config.DurationOf(overrideMaxBudget)
 	cfg.Upstreams[0].URL = up.URL + "/mcp"
 	cfg.Upstreams[0].Audience = audience
 	cfg.Auth = &config.Auth{ResourceBaseURL: base, GatewayTokens: &config.GatewayTokens{}}
@@ -113,7 +113,7 @@ func TestExtProcOverrideMessageTimeout(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if got := cfg.Listeners.ExtProc.MessageBudgetDuration(); got >= overrideEnvoyTimeout {
+	if got := cfg.Listeners.ExtProc.MessageBudget.D(); got >= overrideEnvoyTimeout {
 		t.Fatalf("message_budget %v is not below Envoy's message_timeout %v", got, overrideEnvoyTimeout)
 	}
 	a := startApp(t, cfg)

@@ -20,7 +20,7 @@ import (
 	"github.com/mcpgate/mcpgate/e2e/bench/rig"
 )
 
-// Soak and fault scenarios (issue 7 item 5) against `mcpgate serve` with
+// Soak and fault scenarios against `mcpgate serve` with
 // the full default policy on a Redis store, the bench upstream (the Go
 // SDK) and a real redis-server, all on loopback or Unix sockets. Every
 // loop is bounded in calls and time; the whole test stays well under 90 s.

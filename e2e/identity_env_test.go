@@ -108,8 +108,8 @@ type idOptions struct {
 	rightsURL string
 	// redisURL is a Redis store; "" uses bbolt in a temporary directory.
 	redisURL string
-	// minJWKSRefresh is the provider's min_jwks_refresh ("" default).
-	minJWKSRefresh string
+	// minJWKSRefresh is the provider's min_jwks_refresh (0: the default).
+	minJWKSRefresh time.Duration
 }
 
 // idEnv is a gateway with every identity part real: gateway-issued tokens
@@ -196,7 +196,7 @@ func startIdentityEnv(t *testing.T, o idOptions) *idEnv {
 	cfg.Auth = &config.Auth{ResourceBaseURL: authBase, GatewayTokens: &config.GatewayTokens{}, TenantHeader: tenantHeaderName}
 	cfg.AdminAPI = &config.AdminAPI{StaticTokens: []config.StaticToken{{Name: "e2e-admin", SHA256: hex.EncodeToString(sum[:]), Role: config.RolePlatformAdmin}}}
 	if e.p != nil {
-		cfg.Auth.Issuers = []config.Issuer{{Issuer: e.p.Issuer, TenantClaim: "tenant", MinJWKSRefresh: o.minJWKSRefresh}}
+		cfg.Auth.Issuers = []config.Issuer{{Issuer: e.p.Issuer, TenantClaim: "tenant", MinJWKSRefresh: optDuration(o.minJWKSRefresh)}}
 		cfg.AdminAPI.Audience = adminAudience
 	}
 	cfg.Store = &config.Store{Bolt: &config.BoltStore{Path: filepath.Join(dir, "state.db")}}

@@ -391,7 +391,7 @@ func forgedAccessToken(t *testing.T, p *oidctest.Provider, key *ecdsa.PrivateKey
 // tool error; a flood of tokens with unknown key ids is refused without
 // flooding the provider.
 func TestIdentityOAuthRights(t *testing.T) {
-	e := startIdentityEnv(t, idOptions{provider: true, minJWKSRefresh: "1s"})
+	e := startIdentityEnv(t, idOptions{provider: true, minJWKSRefresh: time.Second})
 	p := e.p
 	// The gateway client's tokens: subject "gateway", tenant acme, whose
 	// live rights are customers:read and technicians:read.

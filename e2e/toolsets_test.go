@@ -26,9 +26,9 @@ import (
 	"github.com/mcpgate/mcpgate/internal/tokens"
 )
 
-// The toolsets, list_changed and resource-tenant tests (issue 5 items 1,
-// 6 and 8) run a real gateway (gateway tokens in bbolt, a rights file, an
-// OpenID provider for OAuth, a pinned manifest) in front of a real Go SDK
+// The toolsets, list_changed and resource-tenant tests run a real gateway
+// (gateway tokens in bbolt, a rights file, an OpenID provider for OAuth, a
+// pinned manifest) in front of a real Go SDK
 // MCP server ("notes", stateless, 2026-07-28) whose tools are all reads,
 // whose resources belong to two tenants and whose prompts the tests add
 // to make it send something on an open subscriptions/listen stream.

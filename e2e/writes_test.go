@@ -44,7 +44,7 @@ func structured(t *testing.T, r ctToolResult, v any) {
 
 // TestWriteReplay: a silent write sent twice with different JSON-RPC ids
 // runs once; the second answer is the first result with replayed: true
-// (seed 002, "replay protection on every silent write"); two identical
+// (replay protection on every silent write); two identical
 // writes at once run once too. Through the proxy and the Envoy driver.
 func TestWriteReplay(t *testing.T) {
 	e := startContractEnv(t)
@@ -115,8 +115,8 @@ func TestWriteReplay(t *testing.T) {
 
 // TestWriteConfirmation: a notify tool answers with a preview and runs
 // only through confirm_action with the exact summary, once; reject_action
-// declines; another connection cannot use the token (seed 002, "two steps
-// for notify, wake, alerting and delete").
+// declines; another connection cannot use the token (two steps for
+// notify, wake, alerting and delete).
 func TestWriteConfirmation(t *testing.T) {
 	e := startContractEnv(t)
 	g := e.gw

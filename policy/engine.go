@@ -332,8 +332,8 @@ func (e *Engine) memoEval(ctx context.Context, p *policyVersion, d *Decision, in
 	return d, nil
 }
 
-// outOfBand keeps seed 002's rule that steps which move money or are
-// legally binding are approved by a person on the approval page, whatever
+// outOfBand keeps the rule that steps which move money or are legally
+// binding are approved by a person on the approval page, whatever
 // the policy answers: an allowed tools/call of a tool declared moves_money
 // or legally_binding gets Confirm and ApprovalOutOfBand. A policy that
 // answered otherwise is overruled, and that is logged (a warning with the

@@ -32,8 +32,8 @@ const (
 // with the same input and declarations; a different outcome is logged
 // (decision id, method, tool, allow and reason codes of both; never
 // arguments) and counted. The live policy alone decides, and the engine's
-// own rules (out-of-band approval for money and legal steps, seed 002)
-// apply to the shadow's decisions as to the live ones.
+// own rules (out-of-band approval for money and legal steps) apply to the
+// shadow's decisions as to the live ones.
 type ShadowOptions struct {
 	// Dirs are the candidate's policy directories (as Options.Dirs).
 	Dirs []string

@@ -77,7 +77,7 @@ func TestShadow(t *testing.T) {
 	}
 }
 
-// TestShadowKeepsOutOfBand: the seed's out-of-band rule applies to the
+// TestShadowKeepsOutOfBand: the engine's out-of-band rule applies to the
 // shadow's decisions too, so a candidate that forgets it shows no
 // confirmation difference it could never cause.
 func TestShadowKeepsOutOfBand(t *testing.T) {

@@ -29,8 +29,8 @@ type Input struct {
 	Tool *Tool `json:"tool,omitempty"`
 	// Finders are the tools a refusal of a tools/call that names no usable
 	// tool (undeclared, not listed by the upstream, or hidden) may point to
-	// instead (seed 002: "not found" points to a find tool, never to
-	// create): the declared read tools of the same upstream whose names
+	// instead ("not found" points to a find tool, never to create): the
+	// declared read tools of the same upstream whose names
 	// start with find_, search_, list_ or get_, in the catalog's order
 	// (declaration order by name without a catalog), each as input.tool
 	// would show it. Absent for a tools/call of a declared, listed, not
@@ -74,7 +74,7 @@ type Message struct {
 	// that would choose a tenant (tenant, tenant_id, workspace_id, org_id
 	// and policy.tenant_arguments, compared case-insensitively), found by
 	// the gateway; absent when there are none. The policy refuses such a
-	// call: the tenant comes from the credential (seed 002).
+	// call: the tenant comes from the credential.
 	TenantArguments []string `json:"tenant_arguments,omitempty"`
 	// ArgumentProblems are what is wrong with the arguments of a tools/call
 	// against the tool's inputSchema from the catalog (unknown arguments,
@@ -162,13 +162,13 @@ type Principal struct {
 	// ClientID is the OAuth client the token was issued to ("" if the
 	// token names none).
 	ClientID string `json:"client_id,omitempty"`
-	// Connection identifies the connection (ARCHITECTURE.md): a gateway
+	// Connection identifies the connection: a gateway
 	// token's id; for OAuth a hash of (issuer, subject, client id,
 	// tenant), stable across token refresh. Replay windows, limits and
 	// audit key on it.
 	Connection string `json:"connection,omitempty"`
-	// Toolset is the named toolset the connection is bound to (seed 002,
-	// "toolsets bound to the connection"): a gateway token's toolset, or
+	// Toolset is the named toolset the connection is bound to: a gateway
+	// token's toolset, or
 	// for OAuth the one configured for the client
 	// (auth.issuers[].client_toolsets). "" (absent) and "full" mean every
 	// tool. Only names the configuration defines reach the policy: a
@@ -234,7 +234,8 @@ type Item struct {
 	URITenants []string `json:"uri_tenants,omitempty"`
 }
 
-// Effect classes of a tool (seed 002, "effect classes").
+// Effect classes of a tool: what a call may change, which sets its
+// confirmation, replay protection and rate buckets.
 const (
 	EffectRead        = "read"
 	EffectSilentWrite = "silent_write"
@@ -337,7 +338,7 @@ type Decision struct {
 	// Visible lists the names of list items the caller may see (phase "list").
 	Visible []string `json:"visible,omitempty"`
 	// Result says how the gateway shapes an allowed tools/call's result
-	// (pipeline step 11): the paths to wrap as untrusted text, the
+	// before the client sees it: the paths to wrap as untrusted text, the
 	// allowlist and the names to drop. nil when the decision has no
 	// "result" member: the gateway then applies the tool's declaration
 	// (untrusted_text, result_fields), so a policy written before this
@@ -352,7 +353,7 @@ type Decision struct {
 	// Approval is where the person confirms when Confirm is set:
 	// ApprovalClient (in the MCP client) or ApprovalOutOfBand (on the
 	// approval page). For a tool declared moves_money or legally_binding
-	// the engine forces ApprovalOutOfBand (seed 002).
+	// the engine forces ApprovalOutOfBand.
 	Approval string `json:"approval,omitempty"`
 	// Replay: replay protection applies (a repeat within the window
 	// returns the first result, replayed: true). Default policy: silent
@@ -381,16 +382,16 @@ type ResultPaths struct {
 	Drop []string `json:"drop,omitempty"`
 }
 
-// Approval modes (Decision.Approval; seed 002, "approval happens in the
-// client ... steps that move money or are legally binding always use the
-// product UI").
+// Approval modes (Decision.Approval): in the MCP client, or on the
+// approval page, which steps that move money or are legally binding always
+// use.
 const (
 	ApprovalClient    = "client"      // the MCP client asks the person (confirm_action, elicitation)
 	ApprovalOutOfBand = "out_of_band" // a person approves on mcpgate's approval page
 )
 
-// Rate buckets the default policy names (Decision.Buckets; seed 002,
-// "limits per effect class").
+// Rate buckets the default policy names (Decision.Buckets), one set per
+// effect class.
 const (
 	BucketReads          = "reads"
 	BucketExpensiveReads = "expensive_reads"

@@ -12,8 +12,8 @@ import (
 
 // The default policy's answer to an allowed tools/call carries the result
 // paths of the declaration and the write safety of the effect class
-// (seed 002: two-step confirmation for notify, wake, alerting and delete,
-// replay protection for silent writes, rate buckets per effect class).
+// (two-step confirmation for notify, wake, alerting and delete, replay
+// protection for silent writes, rate buckets per effect class).
 func TestDefaultPolicyWriteSafety(t *testing.T) {
 	decls := map[string]map[string]ToolDeclaration{"crm": {
 		"search_contacts": testDeclarations["crm"]["search_contacts"],
@@ -57,8 +57,8 @@ func TestDefaultPolicyWriteSafety(t *testing.T) {
 	}
 }
 
-// Seed 002: steps that move money or are legally binding always use the
-// approval page. A policy that answers otherwise (here: no confirmation,
+// Steps that move money or are legally binding always use the approval
+// page. A policy that answers otherwise (here: no confirmation,
 // or approval in the client) is overruled by the engine, which logs it; a
 // refusal is left alone, and so are tools without the marks.
 func TestOutOfBandCannotBeOverruled(t *testing.T) {

@@ -10,24 +10,19 @@ import (
 // DefaultMaxKeys is the key bound of NewMemory when maxKeys <= 0.
 const DefaultMaxKeys = 100_000
 
-// Option configures NewMemory and NewRedis.
+// Option configures NewMemory.
 type Option func(*options)
 
 type options struct {
-	now    func() time.Time
-	prefix string
+	now func() time.Time
 }
 
 // WithClock sets the clock of a Memory limiter (default time.Now), for
-// tests. A Redis limiter uses the Redis server's clock and ignores it.
+// tests. A Redis limiter uses the Redis server's clock.
 func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
 
-// WithPrefix sets the key prefix of a Redis limiter (default
-// DefaultRedisPrefix). A Memory limiter ignores it.
-func WithPrefix(p string) Option { return func(o *options) { o.prefix = p } }
-
 func apply(opts []Option) options {
-	o := options{now: time.Now, prefix: DefaultRedisPrefix}
+	o := options{now: time.Now}
 	for _, f := range opts {
 		f(&o)
 	}

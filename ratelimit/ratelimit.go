@@ -1,7 +1,7 @@
-// Package ratelimit is mcpgate's rate buckets and concurrency caps (issue 6
-// item 4; seed 002: limits per effect class — rate buckets per token and
-// tenant for reads, expensive reads and writes, notify per object, wake per
-// tenant, and concurrent calls per token with a slot kept for writes).
+// Package ratelimit is mcpgate's rate buckets and concurrency caps, per
+// effect class: rate buckets per token and tenant for reads, expensive
+// reads and writes, notify per object, wake per tenant, and concurrent
+// calls per token with a slot kept for writes.
 //
 // Buckets use the generic cell rate algorithm (GCRA): a bucket of Burst
 // events that refills at Rate events per Period. Two Limiter backends give
@@ -75,7 +75,7 @@ type Result struct {
 	Remaining int
 	// RetryAfter is how long until one event would be allowed; > 0 when
 	// !Allowed, 0 when Allowed. Every limit answer tells the client when
-	// to retry (issue 6 item 4).
+	// to retry.
 	RetryAfter time.Duration
 }
 

@@ -22,16 +22,14 @@ const DefaultRedisPrefix = "mcpgate:rl:"
 // share one bucket correctly. The Redis should not evict keys (an evicted
 // bucket starts full); see store/redisstore.
 type Redis struct {
-	l      *redis_rate.Limiter
-	prefix string
+	l *redis_rate.Limiter
 }
 
 var _ Limiter = (*Redis)(nil)
 
 // NewRedis returns a Redis limiter on c, which the caller keeps owning.
-func NewRedis(c redis.UniversalClient, opts ...Option) *Redis {
-	o := apply(opts)
-	return &Redis{l: redis_rate.NewLimiter(c), prefix: o.prefix}
+func NewRedis(c redis.UniversalClient) *Redis {
+	return &Redis{l: redis_rate.NewLimiter(c)}
 }
 
 // Allow implements Limiter: one round trip.
@@ -42,7 +40,7 @@ func (r *Redis) Allow(ctx context.Context, key string, l Limit) (Result, error) 
 	if err := check(key, l); err != nil {
 		return Result{}, err
 	}
-	res, err := r.l.Allow(ctx, r.prefix+key, redis_rate.Limit{Rate: l.Rate, Burst: l.Burst, Period: l.Period})
+	res, err := r.l.Allow(ctx, DefaultRedisPrefix+key, redis_rate.Limit{Rate: l.Rate, Burst: l.Burst, Period: l.Period})
 	if err != nil {
 		return Result{}, fmt.Errorf("rate limit %q: %w", key, err)
 	}

@@ -6,8 +6,8 @@ import (
 )
 
 // Slots caps the concurrent calls per key (a credential), keeping part of
-// the capacity for writes (seed 002: two concurrent calls per token with a
-// slot reserved for writes): a key holds at most limit calls, of which at
+// the capacity for writes (by default two concurrent calls per token with
+// a slot reserved for writes): a key holds at most limit calls, of which at
 // most limit-reservedForWrites are reads. Reads never hold the reserved
 // slots, so a write finds one however many reads run; writes may hold
 // every slot. Safe for concurrent use; in process only (each replica caps

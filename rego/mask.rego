@@ -2,8 +2,8 @@
 #
 # OPA's decision-log plugin evaluates data.system.log.mask for every event
 # before it leaves the process and removes each JSON pointer in the set
-# (OPA docs, "Decision Logs", masking sensitive data). Seed 002: logs hold
-# the tool name, the outcome and public IDs, never arguments, results or
+# (OPA docs, "Decision Logs", masking sensitive data). Logs hold the tool
+# name, the outcome and public IDs, never arguments, results or
 # credentials. mcpgate runs this policy beside, not inside, the decision
 # policy: a bundle cannot switch it off.
 package system.log

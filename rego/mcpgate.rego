@@ -248,8 +248,8 @@ _special_call if {
 
 _confirm_effects := {"notify", "wake", "alerting", "delete"}
 
-# Steps that move money or are legally binding: approved out of band only
-# (seed 002). mcpgate enforces this in Go too, whatever a policy answers.
+# Steps that move money or are legally binding: approved out of band only.
+# mcpgate enforces this in Go too, whatever a policy answers.
 _out_of_band_only(tool) if tool.moves_money == true
 
 _out_of_band_only(tool) if tool.legally_binding == true
@@ -284,7 +284,7 @@ _approval(tool) := "out_of_band" if {
 
 # METADATA
 # title: Rate buckets per effect class
-# description: Seed 002, "limits per effect class"; the per-object notify and per-tenant wake limits key on these buckets.
+# description: The buckets each effect class draws from; the per-object notify and per-tenant wake limits key on these buckets.
 _effect_buckets := {
 	"read": ["reads"],
 	"silent_write": ["writes"],
@@ -347,8 +347,8 @@ _deny contains _reason_tenant_arguments(names) if {
 # The tenant-like arguments of a tools/call, as the gateway found them
 # (input.message.tenant_arguments: tenant, tenant_id, workspace_id, org_id
 # and the configured policy.tenant_arguments, case-insensitive). The tenant
-# comes from the verified credential, never from a tool argument (seed
-# 002, tenant binding), so such a call is refused with the reason.
+# comes from the verified credential, never from a tool argument, so such
+# a call is refused with the reason.
 _tenant_arguments := {n | some n in input.message.tenant_arguments}
 
 _deny contains _reason_invalid_arguments(input.message.argument_problems) if {
@@ -371,8 +371,8 @@ _called_tool := object.get(input, "tool", {"name": input.message.name, "declared
 # title: Where "not found" points
 # description: |
 #   A tools/call naming a tool that is undeclared, not offered by the
-#   upstream or hidden points to a finder instead (seed 002: "not found"
-#   points to a find tool, never to creating): the first tool of
+#   upstream or hidden points to a finder instead ("not found" points to a
+#   find tool, never to creating): the first tool of
 #   input.finders (the gateway's candidates: declared read tools of the
 #   upstream named find_*, search_*, list_* or get_*) that is visible to
 #   the caller, preferring find_ over search_, list_ and get_; else
@@ -546,8 +546,8 @@ _list_decision := {
 #   A connection bound to a toolset (input.principal.toolset, from the
 #   gateway token or the OAuth client's configuration) sees and calls only
 #   the tools of that toolset (input.tool.toolsets lists the configured
-#   toolsets holding a tool). No toolset, or "full", means every tool
-#   (seed 002: "toolsets bound to the connection"). A tool outside the
+#   toolsets holding a tool). No toolset, or "full", means every tool.
+#   A tool outside the
 #   toolset is hidden from tools/list and refused with
 #   tool_not_in_toolset, naming the toolsets that hold it.
 _outside_toolset(tool) if {

@@ -34,12 +34,6 @@ type AuditorOption func(*Auditor)
 // cut-offs. Default time.Now.
 func WithAuditClock(now func() time.Time) AuditorOption { return func(a *Auditor) { a.now = now } }
 
-// WithAuditWriteTimeout bounds each store write. Default
-// DefaultAuditWriteTimeout.
-func WithAuditWriteTimeout(d time.Duration) AuditorOption {
-	return func(a *Auditor) { a.timeout = d }
-}
-
 // NewAuditor writes to s and to log (see NewAuditLogger); a nil log
 // discards the log side, a nil s the store side (records are only logged;
 // RunRetention then returns at once).

@@ -209,7 +209,8 @@ func (f TokenFilter) Match(t Token) bool {
 // SessionBinding is the principal a session id belongs to. Another
 // principal presenting the session id must get 404 and learn nothing.
 type SessionBinding struct {
-	// Connection is required (see ARCHITECTURE.md, "Connection").
+	// Connection is required: the principal's connection id (a gateway
+	// token's id, or authn.ConnectionID of an OAuth principal).
 	Connection string
 	Tenant     string
 	Subject    string

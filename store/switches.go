@@ -13,8 +13,8 @@ import (
 // MaxSwitchReasonLen is the maximum length, in bytes, of Switch.Reason.
 const MaxSwitchReasonLen = 500
 
-// SwitchStore keeps the kill switches (ARCHITECTURE.md, pipeline step 3):
-// one global switch and one per tenant. A scope nothing was ever set for is
+// SwitchStore keeps the kill switches, checked on every request before the
+// policy: one global switch and one per tenant. A scope nothing was ever set for is
 // in its default state, DefaultSwitch: off.
 type SwitchStore interface {
 	// SetSwitch stores s as the current state of its scope (s.Tenant, ""

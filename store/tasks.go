@@ -32,7 +32,8 @@ type TaskStore interface {
 // presenting the task id must learn nothing: the gateway answers "not
 // found", as for an id nobody issued.
 type TaskBinding struct {
-	// Connection is required (see ARCHITECTURE.md, "Connection").
+	// Connection is required: the principal's connection id (a gateway
+	// token's id, or authn.ConnectionID of an OAuth principal).
 	Connection string
 	Tenant     string
 	Subject    string

@@ -8,13 +8,12 @@ import (
 	"time"
 )
 
-// This file is the state of write safety (issue 6): the replay window of
+// This file is the state of write safety: the replay window of
 // silent writes and the pending actions of two-step confirmation.
 
-// ReplayStore is the replay window of silent writes. Seed 002 (replay
-// protection): the fingerprint is connection + tool + SHA-256 of the
-// canonical JSON (RFC 8785) of the normalised arguments; a repeat inside the
-// window returns the first result with replayed: true and runs nothing.
+// ReplayStore is the replay window of silent writes. The fingerprint is
+// connection + tool + SHA-256 of the canonical JSON (RFC 8785) of the
+// normalised arguments; a repeat inside the window returns the first result with replayed: true and runs nothing.
 // The caller builds the key from the fingerprint; the store treats it as an
 // opaque identifier (CheckID rules).
 //
@@ -128,9 +127,9 @@ func ReplayConflict(op string, cur ReplayEntry, claim string) error {
 	return fmt.Errorf("%s: replay entry is already %q: %w", op, cur.State, ErrConflict)
 }
 
-// ActionStore holds the pending actions of two-step confirmation (issue 6
-// item 3; seed 002: notify, wake, alerting and delete take two steps) and
-// of out-of-band approval.
+// ActionStore holds the pending actions of two-step confirmation (notify,
+// wake, alerting and delete take two steps by default) and of out-of-band
+// approval.
 //
 // An action stays readable until ActionRetention after its ExpiresAt, so
 // that an expired token can be told apart from an unknown one; then it is
@@ -201,16 +200,6 @@ var transitions = map[string][]string{
 	// 4xx, or the gateway could not sign its assertion): it may be
 	// confirmed again.
 	ActionExecuting: {ActionExecuted, ActionFailed, ActionPending, ActionApproved},
-}
-
-// ValidActionState reports whether s is one of the Action states.
-func ValidActionState(s string) bool {
-	switch s {
-	case ActionPending, ActionApproved, ActionExecuting, ActionExecuted,
-		ActionRejected, ActionFailed, ActionSuperseded:
-		return true
-	}
-	return false
 }
 
 // ValidTransition reports whether an action may move from from to to:

@@ -150,7 +150,7 @@ func catalogHeaders(cfg *config.Config, ups []pinTarget) error {
 	if err != nil {
 		return fmt.Errorf("assertion keys: %w", err)
 	}
-	signer, err := assertion.NewSigner(ks, assertion.SignerOptions{Issuer: cfg.Assertion.Issuer, TTL: cfg.Assertion.TTLDuration()})
+	signer, err := assertion.NewSigner(ks, assertion.SignerOptions{Issuer: cfg.Assertion.Issuer, TTL: cfg.Assertion.TTL.D()})
 	if err != nil {
 		return fmt.Errorf("assertion: %w", err)
 	}

@@ -1,5 +1,5 @@
 // Command bench measures mcpgate's load, cost and streaming figures in one
-// run on this machine (issue 7 item 4), against a real MCP upstream (the Go
+// run on this machine, against a real MCP upstream (the Go
 // SDK's stateless streamable-HTTP server, tool get_status with a ~150-byte
 // result):
 //

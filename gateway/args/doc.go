@@ -1,6 +1,6 @@
 // Package args checks the arguments of a tools/call against the tool's own
-// inputSchema (ARCHITECTURE.md, pipeline step 7; issue 5, item 4). It is
-// pure: no I/O, no network, no files.
+// inputSchema, before the call is forwarded. It is pure: no I/O, no
+// network, no files.
 //
 // Compile turns an inputSchema into a *Schema once (the caller caches it per
 // tool hash); Check runs on every call and returns the arguments to forward

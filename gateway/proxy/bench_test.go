@@ -1,6 +1,8 @@
 package proxy_test
 
 import (
+	"time"
+
 	"bytes"
 	"io"
 	"net/http"
@@ -135,7 +137,7 @@ func startBench(b *testing.B, upstream http.Handler, edit func(*config.Config)) 
 	cfg.Upstreams[0].URL = up.URL + "/mcp"
 	cfg.Listeners.Proxy.Address = "127.0.0.1:0"
 	cfg.Listeners.Admin.Disabled = true
-	big := config.Bucket{Rate: 1_000_000, Per: "1s", Burst: 1_000_000}
+	big := config.Bucket{Rate: 1_000_000, Per: config.DurationOf(time.Second), Burst: 1_000_000}
 	cfg.RateLimits.Buckets = map[string]config.Bucket{config.BucketReads: big, config.BucketWrites: big}
 	if edit != nil {
 		edit(cfg)

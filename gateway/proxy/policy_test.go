@@ -156,7 +156,7 @@ func TestCORSPreflight(t *testing.T) {
 // TestSlowBody: a client that stops sending its body gets 408 after the read
 // timeout, nothing reaches the upstream, and the gateway keeps serving.
 func TestSlowBody(t *testing.T) {
-	e := start(t, func(c *config.Config) { c.Limits.ReadTimeout = "300ms" })
+	e := start(t, func(c *config.Config) { c.Limits.ReadTimeout = config.DurationOf(300 * time.Millisecond) })
 	conn, err := net.Dial("tcp", strings.TrimPrefix(strings.TrimSuffix(e.url, "/mcp"), "http://"))
 	if err != nil {
 		t.Fatal(err)
@@ -187,7 +187,7 @@ func TestUpstreamTimeout(t *testing.T) {
 		case <-time.After(1 * time.Second):
 		}
 	})
-	e := startWith(t, hang, nil, func(c *config.Config) { c.Upstreams[0].Timeout = "200ms" })
+	e := startWith(t, hang, nil, func(c *config.Config) { c.Upstreams[0].Timeout = config.DurationOf(200 * time.Millisecond) })
 	resp, body := post(t, e.url, h2026("tools/call", "list_technicians"), callBody("42", "list_technicians", "{}"))
 	if resp.StatusCode != 502 {
 		t.Fatalf("status %d: %s", resp.StatusCode, body)

@@ -1,6 +1,8 @@
 package proxy_test
 
 import (
+	"time"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -81,7 +83,7 @@ func TestConcurrentCallsRelayedExactly(t *testing.T) {
 			Effect: "read", Rights: []string{"technicians:read"},
 			ResultFields: []string{"service", "state", "checked_at"},
 		}}
-		big := config.Bucket{Rate: 1_000_000, Per: "1s", Burst: 1_000_000}
+		big := config.Bucket{Rate: 1_000_000, Per: config.DurationOf(time.Second), Burst: 1_000_000}
 		cfg.RateLimits.Buckets = map[string]config.Bucket{config.BucketReads: big}
 	})
 	const clients, calls = 8, 12

@@ -1,9 +1,7 @@
 // Package refusal builds every answer mcpgate gives instead of forwarding a
-// message: the tool-error result for a refused tools/call, the JSON-RPC error
-// for other refused requests, and the protocol faults of gateway/mcp. One
-// package builds them so the error contract (ARCHITECTURE.md, "Errors the
-// agent sees"; seed 002, "errors that lead to the next correct call") holds on
-// every path.
+// message: the tool-error result for a refused tools/call and the JSON-RPC
+// error for other refused requests. One package builds them so that every path answers with the same error
+// contract: a stable code, a cause, and the next call that can succeed.
 package refusal
 
 import (
@@ -163,10 +161,4 @@ func AuthError(id jsontext.Value, reasons []policy.Reason, decisionID string) []
 		msg += " " + sentence(d.Error.Fix)
 	}
 	return mcp.ErrorResponse(id, &mcp.Error{Code: CodeUnauthorized, Message: msg, Data: d})
-}
-
-// Protocol returns the body of a protocol fault (gateway/mcp.Error) for the
-// given id, or for id null when the id could not be read.
-func Protocol(id jsontext.Value, e *mcp.Error) []byte {
-	return mcp.ErrorResponse(id, e)
 }

@@ -14,8 +14,8 @@ import (
 // more_codes and rights; further members are allowed, so later versions
 // can add details without breaking a client that validates.
 //
-// Seed 002: "a declared outputSchema covers every structured result,
-// errors included" — OutputSchema puts it beside an upstream's schema.
+// A declared outputSchema must cover every structured result, errors
+// included: OutputSchema puts this schema beside an upstream's.
 const DetailsSchema = `{"type":"object","required":["error"],"properties":{"error":{"type":"object","required":["code","cause"],` +
 	`"properties":{"code":{"type":"string","pattern":"^[a-z][a-z0-9_]*$"},"cause":{"type":"string","minLength":1},` +
 	`"fix":{"type":"string"},"next_tool":{"type":"string"},"decision_id":{"type":"string"},` +

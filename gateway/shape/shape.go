@@ -1,7 +1,7 @@
 // Package shape rewrites what upstream MCP servers answer before an agent
-// sees it (ARCHITECTURE.md, pipeline step 11 "Result shaping"; seed 002,
-// "untrusted text" and "result minimisation"). It is pure: bytes in, bytes
-// out, no I/O, safe for concurrent use.
+// sees it: untrusted text is wrapped and results are minimised to the
+// declared fields. It is pure: bytes in, bytes out, no I/O, safe for
+// concurrent use.
 //
 // # Tool results
 //

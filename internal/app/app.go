@@ -203,7 +203,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 		Catalog:          cat,
 		Writes:           writes,
 		Limits:           newLimits(cfg, id),
-		ListTTL:          cfg.Rights.MaxStalenessDuration(),
+		ListTTL:          rightsStaleness(cfg),
 		OnToolsChanged:   onToolsChanged,
 		Declarations:     decls,
 		MaxBodyBytes:     cfg.Limits.MaxBodyBytes,
@@ -242,14 +242,14 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 		if err != nil {
 			return nil, fmt.Errorf("upstream %q: %w", u.Name, err)
 		}
-		routes = append(routes, proxy.Route{Path: u.Route, Upstream: u.Name, URL: target, Timeout: u.TimeoutDuration()})
+		routes = append(routes, proxy.Route{Path: u.Route, Upstream: u.Name, URL: target, Timeout: u.Timeout.D()})
 	}
 	if !cfg.Listeners.Proxy.Disabled {
 		h, err := proxy.New(proxy.Options{
 			Pipeline:         a.Pipeline,
 			Routes:           routes,
 			MaxBodyBytes:     cfg.Limits.MaxBodyBytes,
-			ReadTimeout:      cfg.Limits.ReadTimeoutDuration(),
+			ReadTimeout:      cfg.Limits.ReadTimeout.D(),
 			MaxResponseBytes: maxResponseBytes,
 			AllowedHosts:     cfg.ProxyAllowedHosts(),
 			Metrics:          metrics,
@@ -259,7 +259,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 			a.Shutdown(context.Background())
 			return nil, err
 		}
-		addr, err := a.listen(cfg.Listeners.Proxy.Address, h, cfg.Limits.ReadHeaderTimeoutDuration())
+		addr, err := a.listen(cfg.Listeners.Proxy.Address, h, cfg.Limits.ReadHeaderTimeout.D())
 		if err != nil {
 			a.Shutdown(context.Background())
 			return nil, fmt.Errorf("proxy listener: %w", err)
@@ -275,8 +275,8 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 			Pipeline:         a.Pipeline,
 			Upstreams:        ups,
 			UpstreamHeader:   e.UpstreamHeader,
-			MessageBudget:    e.MessageBudgetDuration(),
-			MaxMessageBudget: e.MaxMessageBudgetDuration(),
+			MessageBudget:    e.MessageBudget.D(),
+			MaxMessageBudget: e.MaxMessageBudget.D(),
 			Metrics:          metrics,
 			Logger:           log,
 		})
@@ -293,7 +293,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 		a.ExtProcAddr = g.addr
 	}
 	if !cfg.Listeners.Admin.Disabled {
-		addr, err := a.listen(cfg.Listeners.Admin.Address, a.adminHandler(), cfg.Limits.ReadHeaderTimeoutDuration())
+		addr, err := a.listen(cfg.Listeners.Admin.Address, a.adminHandler(), cfg.Limits.ReadHeaderTimeout.D())
 		if err != nil {
 			a.Shutdown(context.Background())
 			return nil, fmt.Errorf("admin listener: %w", err)
@@ -448,5 +448,5 @@ func taskOptions(cfg *config.Config, st store.Store) gateway.TaskOptions {
 	if !cfg.Tasks.Enabled || st == nil {
 		return gateway.TaskOptions{}
 	}
-	return gateway.TaskOptions{Enabled: true, Store: st, MaxTTL: cfg.Tasks.MaxTTLDuration()}
+	return gateway.TaskOptions{Enabled: true, Store: st, MaxTTL: cfg.Tasks.MaxTTL.D()}
 }

@@ -30,7 +30,7 @@ func (a *App) newApprovalPage(cfg *config.Config, writes *gateway.WriteSafety, d
 			d, ok := cur[upstream][tool]
 			return d.Rights, ok
 		},
-		Sealer: a.sealing.sealer, Audit: a.id.audit, SessionTTL: c.SessionTTLDuration(),
+		Sealer: a.sealing.sealer, Audit: a.id.audit, SessionTTL: c.SessionTTL.D(),
 		RequireSecondPerson: c.RequireSecondPerson, SecondPersonEffects: c.SecondPersonEffects,
 		Registerer: a.reg, Logger: log.With("component", "approval-page"),
 	}
@@ -39,7 +39,7 @@ func (a *App) newApprovalPage(cfg *config.Config, writes *gateway.WriteSafety, d
 			TenantClaim: cfg.ApprovalTenantClaim(), SubjectClaim: oc.SubjectClaimOrDefault()}
 	}
 	if w := c.Webhook; w != nil {
-		o.Webhook = &approval.WebhookOptions{URL: w.URL, Secret: []byte(w.Secret), MaxAttempts: w.MaxAttemptsOrDefault(), Timeout: w.TimeoutDuration()}
+		o.Webhook = &approval.WebhookOptions{URL: w.URL, Secret: []byte(w.Secret), MaxAttempts: w.MaxAttemptsOrDefault(), Timeout: w.Timeout.D()}
 	}
 	p, err := approval.New(o)
 	if err != nil {

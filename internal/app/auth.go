@@ -81,7 +81,7 @@ func sessionTTL(cfg *config.Config) time.Duration {
 	if cfg.Auth == nil {
 		return 0
 	}
-	return cfg.Auth.SessionTTLDuration()
+	return cfg.Auth.SessionTTL.D()
 }
 
 // routeScopes is scopes_supported of a route's metadata: the configured

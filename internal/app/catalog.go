@@ -70,7 +70,7 @@ func newToolCatalog(cfg *config.Config, id *identity, log *slog.Logger, reg prom
 	}
 	c, err := catalog.New(catalog.Options{
 		Upstreams:  ups,
-		Refresh:    cfg.Catalog.RefreshDuration(),
+		Refresh:    cfg.Catalog.Refresh.D(),
 		MaxPages:   cfg.Catalog.MaxPages,
 		Logger:     log,
 		Registerer: reg,

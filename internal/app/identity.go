@@ -96,7 +96,7 @@ func newIdentity(ctx context.Context, cfg *config.Config, log *slog.Logger, reg 
 	id.auditor = store.NewAuditor(as, auditLog)
 	id.startAudit(ctx, log)
 	if id.store != nil {
-		go func() { _ = id.auditor.RunRetention(ctx, auditPruneEvery, cfg.Audit.RetentionDuration()) }()
+		go func() { _ = id.auditor.RunRetention(ctx, auditPruneEvery, cfg.Audit.Retention.D()) }()
 	}
 
 	if r := cfg.Rights; r != nil {
@@ -113,7 +113,7 @@ func newIdentity(ctx context.Context, cfg *config.Config, log *slog.Logger, reg 
 	if gt := cfg.Auth.GatewayTokens; gt != nil {
 		ts, err := tokens.New(tokens.Options{
 			Store: id.store, Rights: id.rights, Auditor: id.auditor,
-			DefaultTTL: gt.DefaultTTLDuration(), MaxTTL: gt.MaxTTLDuration(),
+			DefaultTTL: gt.DefaultTTL.D(), MaxTTL: gt.MaxTTL.D(),
 			Toolsets: sortedKeys(cfg.Toolsets),
 		})
 		if err != nil {
@@ -127,7 +127,7 @@ func newIdentity(ctx context.Context, cfg *config.Config, log *slog.Logger, reg 
 		id.close()
 		return nil, err
 	}
-	signer, err := assertion.NewSigner(ks, assertion.SignerOptions{Issuer: assertionIssuer(cfg), TTL: cfg.Assertion.TTLDuration()})
+	signer, err := assertion.NewSigner(ks, assertion.SignerOptions{Issuer: assertionIssuer(cfg), TTL: cfg.Assertion.TTL.D()})
 	if err != nil {
 		id.close()
 		return nil, fmt.Errorf("assertion: %w", err)
@@ -200,7 +200,7 @@ func newRightsSource(r *config.Rights, log *slog.Logger, reg prometheus.Register
 			h[k] = []string{v}
 		}
 		name = "http"
-		src, err = rights.NewHTTP(rights.HTTPOptions{URL: r.HTTP.URL, Timeout: r.HTTP.TimeoutDuration(), Header: h})
+		src, err = rights.NewHTTP(rights.HTTPOptions{URL: r.HTTP.URL, Timeout: r.HTTP.Timeout.D(), Header: h})
 	case r.File != nil:
 		name = "file"
 		src, err = rights.NewFile(r.File.Path, rights.FileOptions{Logger: log})
@@ -211,7 +211,7 @@ func newRightsSource(r *config.Rights, log *slog.Logger, reg prometheus.Register
 		return nil, err
 	}
 	src = rights.Instrument(src, name, rights.NewMetrics(reg))
-	if d := r.MaxStalenessDuration(); d > 0 {
+	if d := r.MaxStaleness.D(); d > 0 {
 		src = rights.NewCached(src, rights.CacheOptions{MaxStaleness: d})
 	}
 	return src, nil
@@ -297,4 +297,13 @@ func (id *identity) close() {
 	if id.store != nil {
 		_ = id.store.Close()
 	}
+}
+
+// rightsStaleness is rights.max_staleness; 0 (no cache) without a rights
+// section.
+func rightsStaleness(cfg *config.Config) time.Duration {
+	if cfg.Rights == nil {
+		return 0
+	}
+	return cfg.Rights.MaxStaleness.D()
 }

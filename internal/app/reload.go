@@ -131,9 +131,9 @@ func (a *App) pipelineOptions(cfg *config.Config) (gateway.Options, error) {
 		// A copy: exchanges in flight keep theirs. The stores, the sealer
 		// and the approval page's hooks are the same.
 		w := *o.Writes
-		w.ReplayWindow = cfg.WriteSafety.ReplayWindowDuration()
-		w.ConfirmTTL = cfg.WriteSafety.ConfirmTTLDuration()
-		w.WaitInFlight = cfg.WriteSafety.WaitInFlightDuration()
+		w.ReplayWindow = cfg.WriteSafety.ReplayWindow.D()
+		w.ConfirmTTL = cfg.WriteSafety.ConfirmTTL.D()
+		w.WaitInFlight = cfg.WriteSafety.WaitInFlight.D()
 		o.Writes = &w
 	}
 	return o, nil
@@ -209,10 +209,15 @@ func diffConfig(a, b *config.Config) (hot, restart []string) {
 	return hot, restart
 }
 
+var durationType = reflect.TypeFor[config.Duration]()
+
 func diffValue(key string, a, b reflect.Value, out *[]string) {
 	switch a.Kind() {
 	case reflect.Struct:
 		t := a.Type()
+		if t == durationType {
+			break // one value: compared whole below
+		}
 		for i := range t.NumField() {
 			f := t.Field(i)
 			if !f.IsExported() {

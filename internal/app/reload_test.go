@@ -1,6 +1,8 @@
 package app
 
 import (
+	"time"
+
 	"slices"
 	"testing"
 
@@ -27,16 +29,18 @@ func TestDiffConfig(t *testing.T) {
 	d := next.Upstreams[0].Tools["list_technicians"]
 	d.Effect = policy.EffectSilentWrite
 	next.Upstreams[0].Tools = map[string]policy.ToolDeclaration{"list_technicians": d}
-	next.RateLimits.Buckets = map[string]config.Bucket{"reads": {Rate: 1, Per: "1h", Burst: 1}}
+	next.RateLimits.Buckets = map[string]config.Bucket{"reads": {Rate: 1, Per: config.DurationOf(time.Hour), Burst: 1}}
 	next.RateLimits.Backend = "redis"
 	next.Policy.SecretNames = []string{"password"}
 	next.Limits.MaxJSONDepth = 7
 	next.Limits.MaxBodyBytes = 99
 	next.Listeners.Proxy.Address = "127.0.0.1:1"
 	next.Upstreams[0].URL = "http://127.0.0.1:2/mcp"
+	next.WriteSafety.ConfirmTTL = config.DurationOf(next.WriteSafety.ConfirmTTL.D() + time.Second)
+	next.Limits.ReadTimeout = config.DurationOf(0) // set to 0s: a change from the default
 	hot, restart := diffConfig(prev, next)
-	wantHot := []string{"upstreams[demo].tools", "policy.secret_names", "limits.max_json_depth", "rate_limits.buckets"}
-	wantRestart := []string{"listeners.proxy.address", "upstreams[demo].url", "limits.max_body_bytes", "rate_limits.backend"}
+	wantHot := []string{"upstreams[demo].tools", "policy.secret_names", "limits.max_json_depth", "rate_limits.buckets", "write_safety.confirm_ttl"}
+	wantRestart := []string{"listeners.proxy.address", "upstreams[demo].url", "limits.max_body_bytes", "rate_limits.backend", "limits.read_timeout"}
 	slices.Sort(hot)
 	slices.Sort(restart)
 	slices.Sort(wantHot)

@@ -45,7 +45,7 @@ func (a *App) watchToolLists(ctx context.Context) {
 	}
 	p := a.Pipeline
 	a.catalog.onChange.Store(&p)
-	if d := a.cfg.Catalog.ListChangedCheckDuration(); d > 0 {
+	if d := a.cfg.Catalog.ListChangedCheck.D(); d > 0 {
 		go p.WatchToolLists(ctx, d)
 	}
 }

@@ -21,7 +21,7 @@ func newWriteSafety(cfg *config.Config, id *identity, log *slog.Logger) *gateway
 	w := cfg.WriteSafety
 	return &gateway.WriteSafety{
 		Replays: id.store, Actions: id.store, Audit: id.store,
-		ReplayWindow: w.ReplayWindowDuration(), ConfirmTTL: w.ConfirmTTLDuration(), WaitInFlight: w.WaitInFlightDuration(),
+		ReplayWindow: w.ReplayWindow.D(), ConfirmTTL: w.ConfirmTTL.D(), WaitInFlight: w.WaitInFlight.D(),
 	}
 }
 
@@ -36,10 +36,10 @@ func newLimits(cfg *config.Config, id *identity) *gateway.Limits {
 		Slots:                ratelimit.NewSlots(r.Concurrency, r.ReservedForWrites),
 		LoopBrake:            r.LoopBrake,
 		ReadsWhenUnavailable: r.ReadsWhenUnavailable,
-		DefaultDeadline:      r.DefaultDeadlineDuration(),
+		DefaultDeadline:      r.DefaultDeadline.D(),
 	}
 	for name, b := range r.Buckets {
-		l.Buckets[name] = ratelimit.Limit{Rate: b.Rate, Period: b.PerDuration(), Burst: b.Burst}
+		l.Buckets[name] = ratelimit.Limit{Rate: b.Rate, Period: b.Per.D(), Burst: b.Burst}
 	}
 	l.Limiter = ratelimit.NewMemory(100_000)
 	if rs, ok := id.store.(interface{ Client() redis.UniversalClient }); ok && r.Backend == config.RateBackendRedis {

@@ -1,4 +1,4 @@
-// Package approval is mcpgate's approval page (issue 8): where a person
+// Package approval is mcpgate's approval page: where a person
 // who holds the right approves or rejects the pending actions the policy
 // sends out of band (decision approval "out_of_band"; always for tools
 // declared moves_money or legally_binding), for clients that never ask
@@ -32,7 +32,7 @@
 //
 // At the moment of a decision the approver must be signed in, be of the
 // action's tenant, be active in the rights source and hold every right the
-// tool declares (live rights, issue 5); under the two-person rule the
+// tool declares (live rights); under the two-person rule the
 // person who asked for the action cannot approve it. The page never reads
 // bearer tokens: an agent's MCP token or OAuth token gets a refusal, never
 // a session. Every form carries a CSRF token bound to the session and the

@@ -409,7 +409,7 @@ func (a *Authenticator) gatewayToken(ctx context.Context, rt *target, raw string
 	}, nil
 }
 
-// bindTenant fixes the principal's tenant (ARCHITECTURE.md, step 4): a
+// bindTenant fixes the principal's tenant after authentication: a
 // tenant the request names — in the path of a route with {tenant}
 // (r.Tenant), or in the tenant header — must be one of tenants; when both
 // name one they must be the same; a credential serving several tenants
@@ -561,8 +561,8 @@ func (a *Authenticator) InsufficientScope(r *gateway.Request, scopes []string) *
 		Fix:     "Ask the authorization server for a token with the scopes " + strings.Join(scopes, " ") + ", then retry."}
 }
 
-// ConnectionID is the connection of an OAuth principal (ARCHITECTURE.md,
-// "Connection"): "oauth_" and 32 hex digits of a SHA-256 over the issuer,
+// ConnectionID is the connection of an OAuth principal (replay windows,
+// limits, audit and session bindings key on it): "oauth_" and 32 hex digits of a SHA-256 over the issuer,
 // subject, client id and tenant, each length-prefixed, so it is stable
 // across token refresh and no two tuples share it.
 func ConnectionID(issuer, subject, clientID, tenant string) string {

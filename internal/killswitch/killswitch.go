@@ -1,5 +1,5 @@
 // Package killswitch keeps every gateway replica's view of the kill
-// switches (ARCHITECTURE.md, pipeline step 3) fresh: a Watcher reads the
+// switches fresh: a Watcher reads the
 // switches from the state store (store.SwitchStore) every Interval and
 // publishes them as an immutable snapshot that the pipeline reads without
 // locks on every request.

@@ -211,7 +211,7 @@ func (l *linter) checkTool(t *tool) {
 	l.checkTexts(t)
 	l.checkInvisible(t, "", t.obj)
 	l.checkSchema(t)
-	l.checkSeedSigns(t)
+	l.checkUpstreamRuleSigns(t)
 }
 
 // checkShape reports members of the wrong JSON type.

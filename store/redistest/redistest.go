@@ -151,9 +151,6 @@ func (s *Server) Client(tb testing.TB) *redis.Client {
 // Pid is the server's process id.
 func (s *Server) Pid() int { return s.cmd.Process.Pid }
 
-// Output is what the server wrote so far.
-func (s *Server) Output() string { return s.out.String() }
-
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer

@@ -90,7 +90,7 @@ func Bench(b *testing.B, open OpenFunc) {
 	benchWrites(b, fresh)
 }
 
-// benchWrites measures what the store adds to a silent write (issue 6):
+// benchWrites measures what the store adds to a silent write:
 //
 //	ReplayWrite           ClaimReplay + FinishReplay of a new fingerprint
 //	                      with a 1 KiB result, one caller at a time

@@ -24,13 +24,11 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"text/template"
-	"time"
 
 	"github.com/mcpgate/mcpgate/config"
 )
@@ -215,9 +213,6 @@ func (g *gen) walk(v reflect.Value, prefix string) error {
 				g.problems = append(g.problems, fmt.Sprintf("%s (%s.%s): the comment's default %q does not show %s, the value ApplyDefaults sets", path, t.Name(), f.Name, k.Default, def))
 			}
 		}
-		if k.Type == "string" && isDuration(k.Default) {
-			k.Type = "duration"
-		}
 		g.keys = append(g.keys, k)
 		if err := g.walkInto(fv, path); err != nil {
 			return err
@@ -344,17 +339,6 @@ func value(v reflect.Value) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-var firstCode = regexp.MustCompile("`([^`]+)`")
-
-func isDuration(def string) bool {
-	m := firstCode.FindStringSubmatch(def)
-	if m == nil {
-		return false
-	}
-	_, err := time.ParseDuration(m[1])
-	return err == nil && m[1] != "0"
 }
 
 // splitDefault turns a doc comment into one markdown paragraph, and takes

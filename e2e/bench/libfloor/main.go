@@ -1,5 +1,5 @@
-// Command libfloor is the memory floor of issue 7's figures: a program that
-// links only the libraries ARCHITECTURE.md prescribes for mcpgate and starts
+// Command libfloor is the memory floor under mcpgate's figures: a program
+// that links only the libraries mcpgate's design requires and starts
 // them the way `mcpgate serve` does — OPA (rego with a prepared query over
 // the embedded default policy; the bundle, decision-log and status plugins
 // linked), a grpc-go server with go-control-plane's ExternalProcessor and

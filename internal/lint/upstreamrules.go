@@ -53,7 +53,10 @@ func anyWord(ws []string, m map[string]bool) bool {
 	return slices.ContainsFunc(ws, func(w string) bool { return m[w] })
 }
 
-func (l *linter) checkSeedSigns(t *tool) {
+// checkUpstreamRuleSigns looks in a tool's schema for the visible signs of
+// rules the upstream must keep in its own code (versions on update,
+// expected_count on batch tools, time zones, money).
+func (l *linter) checkUpstreamRuleSigns(t *tool) {
 	var all []prop
 	if root := obj(t.obj, "inputSchema"); root != nil {
 		c := newSchemaCtx(root)
