@@ -141,7 +141,7 @@ func TestDifferentialParityHeaders(t *testing.T) {
 // TestDifferentialParityAuthHeaders: the 401 challenge and the protected
 // resource metadata carry the same fields through both adapters.
 func TestDifferentialParityAuthHeaders(t *testing.T) {
-	e := startAuthEnv(t, "")
+	e := startAuthEnv(t, 0)
 	origin := http.Header{"Origin": {"http://localhost:3000"}}
 	h := bearer("", "tools/call", "list_technicians")
 	h.Del("Authorization")
