@@ -83,9 +83,3 @@ func (c *tokenCache) dropKeys(iss *issuer, kids map[string]bool) int {
 	}
 	return n
 }
-
-func (c *tokenCache) len() int {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return len(c.m)
-}

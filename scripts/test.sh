@@ -6,7 +6,8 @@
 # Two Go modules: the product (.) and its end-to-end tests (e2e/, module
 # github.com/mcpgate/mcpgate/e2e, which holds the test-only dependencies
 # such as the OpenID provider); every Go step covers both.
-# Installs what it needs when missing (golangci-lint into .bin/; npm
+# Installs what it needs when missing (golangci-lint into .bin/, see
+# scripts/golangci-lint.sh; npm
 # packages; promtool, redis-server and chromium if root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,16 +23,9 @@ step "go vet"
 go vet ./...
 (cd e2e && go vet ./...)
 
-# golangci-lint, pinned; built from the Go module proxy into .bin/ once.
-golangci_version=v2.15.0
-golangci=.bin/golangci-lint
-if ! [ -x "$golangci" ] || ! "$golangci" version 2>/dev/null | grep -q "version ${golangci_version#v} "; then
-  step "installing golangci-lint $golangci_version (go install into .bin/)"
-  GOBIN="$PWD/.bin" go install "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$golangci_version"
-fi
-step "golangci-lint"
-"$golangci" run ./...
-(cd e2e && "../$golangci" run --config ../.golangci.yml ./...)
+step "golangci-lint (.golangci.yml)"
+scripts/golangci-lint.sh run ./...
+(cd e2e && ../scripts/golangci-lint.sh run --config ../.golangci.yml ./...)
 
 if ! command -v redis-server >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   step "installing redis-server (Debian package)"

@@ -31,16 +31,6 @@ type headerMap struct {
 	entries []header
 }
 
-func (h *headerMap) get(key string) []string {
-	var out []string
-	for _, e := range h.entries {
-		if e.key == key {
-			out = append(out, e.value)
-		}
-	}
-	return out
-}
-
 func (h *headerMap) first(key string) (string, bool) {
 	for _, e := range h.entries {
 		if e.key == key {
@@ -94,10 +84,6 @@ func (h *headerMap) byteSize() int {
 		n += len(e.key) + len(e.value)
 	}
 	return n
-}
-
-func (h *headerMap) clone() *headerMap {
-	return &headerMap{entries: append([]header(nil), h.entries...)}
 }
 
 // proto encodes the map as Envoy does when send_header_raw_value is on (the

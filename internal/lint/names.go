@@ -143,13 +143,6 @@ func verbObject(name string) (verb, object string, batch bool) {
 	return ws[0], strings.Join(ws[1:], "_"), batch
 }
 
-// isWrite reports whether a tool's name starts with a verb that changes
-// something, or at least not with a read verb.
-func isWrite(name string) bool {
-	verb, _, _ := verbObject(name)
-	return verb != "" && !readVerbs[verb]
-}
-
 func (l *linter) checkName(t *tool) {
 	v, present := t.obj["name"]
 	if !present || v == nil || v == "" {
