@@ -117,7 +117,8 @@ func TestUnknownKeyFloodIsRateLimited(t *testing.T) {
 	for i := range 50 {
 		wg.Go(func() {
 			_, err := v.Verify(context.Background(), tokenWithKID(randomID(8)+string(rune('a'+i%26))))
-			if ae, ok := err.(*Error); !ok || ae.Reason != ReasonUnknownKey {
+			var ae *Error
+			if !errors.As(err, &ae) || ae.Reason != ReasonUnknownKey {
 				t.Errorf("concurrent unknown kid: %v", err)
 			}
 		})
@@ -183,8 +184,9 @@ func TestJWKSMaxAgeAndOutage(t *testing.T) {
 	clk.Add(DefaultMaxAge)
 	err := verify()
 	wantReason(t, err, ReasonKeysUnavailable)
-	if !strings.Contains(err.(*Error).Err.Error(), "502") {
-		t.Fatalf("cause %v does not name the HTTP status", err.(*Error).Err)
+	var ae *Error
+	if !errors.As(err, &ae) || !strings.Contains(ae.Err.Error(), "502") {
+		t.Fatalf("cause of %v does not name the HTTP status", err)
 	}
 
 	srv.status.Store(0)

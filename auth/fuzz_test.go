@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"testing"
@@ -25,7 +24,7 @@ func offlineVerifier(t testing.TB, key jose.JSONWebKey) *Verifier {
 	s := settings{
 		client: &http.Client{Timeout: time.Millisecond},
 		now:    func() time.Time { return now },
-		log:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		log:    slog.New(slog.DiscardHandler),
 	}
 	v := &Verifier{byIss: map[string]*issuer{}, algs: map[string]bool{}, cache: newTokenCache(100), now: s.now, log: s.log}
 	cfg := IssuerConfig{Issuer: "https://idp.example.com", TenantClaim: "tenant", MinJWKSRefresh: time.Hour}.withDefaults()

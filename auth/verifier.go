@@ -487,7 +487,7 @@ func (a keySetAdapter) VerifySignature(ctx context.Context, raw string) ([]byte,
 	if st == nil {
 		st = &sigState{}
 	}
-	jws, err := jose.ParseSigned(raw, a.iss.joseAlgs)
+	jws, err := jose.ParseSignedCompact(raw, a.iss.joseAlgs)
 	if err != nil {
 		st.err = newError(ReasonMalformed, err)
 		return nil, st.err

@@ -14,7 +14,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/mcpgate/mcpgate/config"
-	"github.com/mcpgate/mcpgate/e2e/envoydriver"
+	"github.com/mcpgate/mcpgate/internal/envoydriver"
 	"github.com/mcpgate/mcpgate/policy"
 )
 

@@ -19,10 +19,10 @@ import (
 
 	"github.com/mcpgate/mcpgate/assertion"
 	"github.com/mcpgate/mcpgate/config"
-	"github.com/mcpgate/mcpgate/e2e/envoydriver"
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/internal/app"
 	"github.com/mcpgate/mcpgate/internal/demo"
+	"github.com/mcpgate/mcpgate/internal/envoydriver"
 	"github.com/mcpgate/mcpgate/internal/tokens"
 )
 

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpgate/mcpgate/e2e/bench/rig"
+	"github.com/mcpgate/mcpgate/internal/rig"
 )
 
 // Soak and fault scenarios against `mcpgate serve` with

@@ -11,8 +11,8 @@ import (
 	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 
 	"github.com/mcpgate/mcpgate/config"
-	"github.com/mcpgate/mcpgate/e2e/envoydriver"
 	"github.com/mcpgate/mcpgate/internal/app"
+	"github.com/mcpgate/mcpgate/internal/envoydriver"
 )
 
 // startApp runs the gateway in process with cfg and stops it at cleanup.

@@ -166,7 +166,6 @@ func (e *Engine) startBundle(ctx context.Context, o *BundleOptions) error {
 		plugins.ConsoleLogger(slogAdapter{e.log.With("component", "opa")}),
 		plugins.EnablePrintStatements(false),
 		plugins.WithEnableVersionCheck(false),
-		plugins.WithEnableTelemetry(false),
 	)
 	if err != nil {
 		return fmt.Errorf("policy bundle: %w", err)

@@ -156,7 +156,7 @@ func newDecisionLogger(ctx context.Context, o *DecisionLogOptions, log *slog.Log
 	mgr, err := plugins.New(raw, "mcpgate", store,
 		plugins.Logger(opaLog), plugins.ConsoleLogger(slogAdapter{log}),
 		plugins.EnablePrintStatements(false),
-		plugins.WithEnableVersionCheck(false), plugins.WithEnableTelemetry(false))
+		plugins.WithEnableVersionCheck(false))
 	if err != nil {
 		return nil, fmt.Errorf("decision logs: %w", err)
 	}

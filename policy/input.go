@@ -390,7 +390,7 @@ func jsonValue(raw jsontext.Value) (ast.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := p.dec.ReadToken(); err != io.EOF {
+	if _, err := p.dec.ReadToken(); !errors.Is(err, io.EOF) {
 		if err == nil {
 			err = errTrailingData
 		}

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# The whole test suite: static checks, Go tests (with -race for the gateway,
-# policy, config and store packages), Rego tests, promtool on /metrics, and
-# the MCP conformance suite directly and through mcpgate, the approval page
-# in headless Chromium.
-# Installs what it needs when missing (npm packages; promtool, redis-server
-# and chromium if root).
+# The whole test suite: static checks (gofmt, go vet, golangci-lint), Go
+# tests with -race, Rego tests, promtool on /metrics, and the MCP
+# conformance suite directly and through mcpgate, the approval page in
+# headless Chromium.
+# Two Go modules: the product (.) and its end-to-end tests (e2e/, module
+# github.com/mcpgate/mcpgate/e2e, which holds the test-only dependencies
+# such as the OpenID provider); every Go step covers both.
+# Installs what it needs when missing (golangci-lint into .bin/, see
+# scripts/golangci-lint.sh; npm
+# packages; promtool, redis-server and chromium if root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
@@ -17,6 +21,11 @@ if [ -n "$unformatted" ]; then echo "gofmt would change:"; echo "$unformatted"; 
 
 step "go vet"
 go vet ./...
+(cd e2e && go vet ./...)
+
+step "golangci-lint (.golangci.yml)"
+scripts/golangci-lint.sh run ./...
+(cd e2e && ../scripts/golangci-lint.sh run --config ../.golangci.yml ./...)
 
 if ! command -v redis-server >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   step "installing redis-server (Debian package)"
@@ -41,13 +50,14 @@ step "go test -race"
 export MCPGATE_REQUIRE_REDIS=1
 export MCPGATE_CHROMIUM=${MCPGATE_CHROMIUM:-$(command -v chromium || echo /usr/bin/chromium)}
 go test -race -count=1 ./...
+(cd e2e && go test -race -count=1 ./...)
 
 if ! command -v promtool >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   step "installing promtool (Debian prometheus package)"
   DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus >/dev/null
 fi
 step "promtool check metrics"
-MCPGATE_PROMTOOL=$(command -v promtool || true) go test -count=1 -run TestMetricsPromtool ./e2e/
+(cd e2e && MCPGATE_PROMTOOL=$(command -v promtool || true) go test -count=1 -run TestMetricsPromtool .)
 step "promtool check/test rules, dashboard queries (deploy/)"
 MCPGATE_PROMTOOL=$(command -v promtool || true) go test -count=1 ./deploy/
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -29,7 +30,7 @@ func TestHelpCoversEveryVerb(t *testing.T) {
 			}
 			args := append(strings.Fields(path), "-h")
 			_, stderr, err := runCmd(args...)
-			if err != errUsage || !strings.HasPrefix(stderr, "mcpgate "+path+" — ") {
+			if !errors.Is(err, errUsage) || !strings.HasPrefix(stderr, "mcpgate "+path+" — ") {
 				t.Errorf("%s -h: %v %q", path, err, stderr)
 			}
 			out, _, err := runCmd(append([]string{"help"}, strings.Fields(path)...)...)

@@ -17,8 +17,8 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
 	if err != nil && !errors.Is(err, errUsage) {
 		fmt.Fprintln(os.Stderr, "mcpgate:", err)
 	}

@@ -35,7 +35,7 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	celv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/filters/cel/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
-	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/header_mutation/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
@@ -132,7 +132,7 @@ type mcpHCM struct {
 	listener *listenerv3.Listener
 	hcm      *hcmv3.HttpConnectionManager
 	filters  []string // HTTP filter names, in order
-	extProc  *extprocv3.ExternalProcessor
+	extProc  *extprocfilterv3.ExternalProcessor
 }
 
 func (h *mcpHCM) String() string { return "listener " + h.listener.GetName() }
@@ -168,7 +168,7 @@ func decodeConfig(file string, bs *bootstrapv3.Bootstrap) (*envoyConfig, error) 
 					if hf.GetName() != extProcFilter {
 						continue
 					}
-					ep := &extprocv3.ExternalProcessor{}
+					ep := &extprocfilterv3.ExternalProcessor{}
 					if err := hf.GetTypedConfig().UnmarshalTo(ep); err != nil {
 						return nil, fmt.Errorf("listener %s: ext_proc typed_config: %w", l.GetName(), err)
 					}
@@ -352,8 +352,8 @@ func find[T any](checks []check[T], name string) check[T] {
 func dur(d *durationpb.Duration) time.Duration { return d.AsDuration() }
 
 // extProcChecks apply to every ext_proc filter config: bootstrap, Istio.
-var extProcChecks = []check[*extprocv3.ExternalProcessor]{
-	{"processing modes", func(ep *extprocv3.ExternalProcessor) error {
+var extProcChecks = []check[*extprocfilterv3.ExternalProcessor]{
+	{"processing modes", func(ep *extprocfilterv3.ExternalProcessor) error {
 		pm := ep.GetProcessingMode()
 		var errs []error
 		want := func(field string, got, want fmt.Stringer) {
@@ -361,35 +361,35 @@ var extProcChecks = []check[*extprocv3.ExternalProcessor]{
 				errs = append(errs, fmt.Errorf("processing_mode.%s = %s, want %s", field, got, want))
 			}
 		}
-		want("request_header_mode", pm.GetRequestHeaderMode(), extprocv3.ProcessingMode_SEND)
-		want("request_body_mode", pm.GetRequestBodyMode(), extprocv3.ProcessingMode_BUFFERED)
-		want("response_header_mode", pm.GetResponseHeaderMode(), extprocv3.ProcessingMode_SEND)
-		want("response_body_mode", pm.GetResponseBodyMode(), extprocv3.ProcessingMode_BUFFERED)
-		if pm.GetRequestBodyMode() != extprocv3.ProcessingMode_FULL_DUPLEX_STREAMED {
-			want("request_trailer_mode", pm.GetRequestTrailerMode(), extprocv3.ProcessingMode_SKIP)
+		want("request_header_mode", pm.GetRequestHeaderMode(), extprocfilterv3.ProcessingMode_SEND)
+		want("request_body_mode", pm.GetRequestBodyMode(), extprocfilterv3.ProcessingMode_BUFFERED)
+		want("response_header_mode", pm.GetResponseHeaderMode(), extprocfilterv3.ProcessingMode_SEND)
+		want("response_body_mode", pm.GetResponseBodyMode(), extprocfilterv3.ProcessingMode_BUFFERED)
+		if pm.GetRequestBodyMode() != extprocfilterv3.ProcessingMode_FULL_DUPLEX_STREAMED {
+			want("request_trailer_mode", pm.GetRequestTrailerMode(), extprocfilterv3.ProcessingMode_SKIP)
 		}
-		if pm.GetResponseBodyMode() != extprocv3.ProcessingMode_FULL_DUPLEX_STREAMED {
-			want("response_trailer_mode", pm.GetResponseTrailerMode(), extprocv3.ProcessingMode_SKIP)
+		if pm.GetResponseBodyMode() != extprocfilterv3.ProcessingMode_FULL_DUPLEX_STREAMED {
+			want("response_trailer_mode", pm.GetResponseTrailerMode(), extprocfilterv3.ProcessingMode_SKIP)
 		}
 		return errors.Join(errs...)
 	}},
-	{"full duplex needs trailers", func(ep *extprocv3.ExternalProcessor) error {
+	{"full duplex needs trailers", func(ep *extprocfilterv3.ExternalProcessor) error {
 		// FULL_DUPLEX_STREAMED ends a body only with trailers: without
 		// them the processor never sees end of stream.
 		pm := ep.GetProcessingMode()
 		var errs []error
-		if pm.GetRequestBodyMode() == extprocv3.ProcessingMode_FULL_DUPLEX_STREAMED && pm.GetRequestTrailerMode() != extprocv3.ProcessingMode_SEND {
+		if pm.GetRequestBodyMode() == extprocfilterv3.ProcessingMode_FULL_DUPLEX_STREAMED && pm.GetRequestTrailerMode() != extprocfilterv3.ProcessingMode_SEND {
 			errs = append(errs, errors.New("request_body_mode FULL_DUPLEX_STREAMED needs request_trailer_mode SEND"))
 		}
-		if pm.GetResponseBodyMode() == extprocv3.ProcessingMode_FULL_DUPLEX_STREAMED && pm.GetResponseTrailerMode() != extprocv3.ProcessingMode_SEND {
+		if pm.GetResponseBodyMode() == extprocfilterv3.ProcessingMode_FULL_DUPLEX_STREAMED && pm.GetResponseTrailerMode() != extprocfilterv3.ProcessingMode_SEND {
 			errs = append(errs, errors.New("response_body_mode FULL_DUPLEX_STREAMED needs response_trailer_mode SEND"))
 		}
 		return errors.Join(errs...)
 	}},
-	{"mode override for SSE", func(ep *extprocv3.ExternalProcessor) error {
+	{"mode override for SSE", func(ep *extprocfilterv3.ExternalProcessor) error {
 		// mcpgate switches text/event-stream responses to STREAMED.
 		var errs []error
-		if ep.GetProcessingMode().GetResponseBodyMode() == extprocv3.ProcessingMode_BUFFERED && !ep.GetAllowModeOverride() {
+		if ep.GetProcessingMode().GetResponseBodyMode() == extprocfilterv3.ProcessingMode_BUFFERED && !ep.GetAllowModeOverride() {
 			errs = append(errs, errors.New("response_body_mode BUFFERED without allow_mode_override: SSE responses would be buffered whole"))
 		}
 		if ep.GetSendBodyWithoutWaitingForHeaderResponse() {
@@ -400,7 +400,7 @@ var extProcChecks = []check[*extprocv3.ExternalProcessor]{
 		}
 		return errors.Join(errs...)
 	}},
-	{"fail closed", func(ep *extprocv3.ExternalProcessor) error {
+	{"fail closed", func(ep *extprocfilterv3.ExternalProcessor) error {
 		var errs []error
 		if ep.GetFailureModeAllow() {
 			errs = append(errs, errors.New("failure_mode_allow: requests would pass unchecked when mcpgate fails"))
@@ -416,7 +416,7 @@ var extProcChecks = []check[*extprocv3.ExternalProcessor]{
 		}
 		return errors.Join(errs...)
 	}},
-	{"message timeouts", func(ep *extprocv3.ExternalProcessor) error {
+	{"message timeouts", func(ep *extprocfilterv3.ExternalProcessor) error {
 		mt, max := ep.GetMessageTimeout(), ep.GetMaxMessageTimeout()
 		switch {
 		case mt == nil:
@@ -434,37 +434,37 @@ var extProcChecks = []check[*extprocv3.ExternalProcessor]{
 		}
 		return nil
 	}},
-	{"stream without deadline", func(ep *extprocv3.ExternalProcessor) error {
+	{"stream without deadline", func(ep *extprocfilterv3.ExternalProcessor) error {
 		// The ext_proc stream lives as long as the HTTP request (SSE).
 		if d := ep.GetGrpcService().GetTimeout(); d != nil && dur(d) != 0 {
 			return fmt.Errorf("grpc_service.timeout %v would cut long streams", dur(d))
 		}
 		return nil
 	}},
-	{"route metadata attribute", func(ep *extprocv3.ExternalProcessor) error {
+	{"route metadata attribute", func(ep *extprocfilterv3.ExternalProcessor) error {
 		if !slices.Contains(ep.GetRequestAttributes(), routeAttribute) {
 			return fmt.Errorf("request_attributes %q lack %s: mcpgate cannot tell the upstream", ep.GetRequestAttributes(), routeAttribute)
 		}
 		return nil
 	}},
-	{"gRPC receive limit", func(ep *extprocv3.ExternalProcessor) error {
+	{"gRPC receive limit", func(ep *extprocfilterv3.ExternalProcessor) error {
 		// mcpgate sends bodies up to its gRPC limit back (rewritten bodies).
 		if v := ep.GetGrpcService().GetEnvoyGrpc().GetMaxReceiveMessageLength(); v != nil && v.GetValue() < mcpgateBodyLimit+mcpgateGRPCHeadroom {
 			return fmt.Errorf("max_receive_message_length %d is below mcpgate's gRPC message limit %d", v.GetValue(), mcpgateBodyLimit+mcpgateGRPCHeadroom)
 		}
 		return nil
 	}},
-	{"mutation safety", func(ep *extprocv3.ExternalProcessor) error {
+	{"mutation safety", func(ep *extprocfilterv3.ExternalProcessor) error {
 		var errs []error
 		if !ep.GetMutationRules().GetDisallowIsError().GetValue() {
 			errs = append(errs, errors.New("mutation_rules.disallow_is_error: a refused header mutation (e.g. removing a credential) must fail the request, not be dropped"))
 		}
-		if ep.GetRouteCacheAction() != extprocv3.ExternalProcessor_RETAIN {
+		if ep.GetRouteCacheAction() != extprocfilterv3.ExternalProcessor_RETAIN {
 			errs = append(errs, fmt.Errorf("route_cache_action %s: mcpgate's header changes must not re-select the route it decided on", ep.GetRouteCacheAction()))
 		}
 		return errors.Join(errs...)
 	}},
-	{"mcpgate metadata namespace", func(ep *extprocv3.ExternalProcessor) error {
+	{"mcpgate metadata namespace", func(ep *extprocfilterv3.ExternalProcessor) error {
 		if !slices.Contains(ep.GetMetadataOptions().GetReceivingNamespaces().GetUntyped(), routeMetaNS) {
 			return errors.New(`metadata_options.receiving_namespaces.untyped lacks "mcpgate"`)
 		}
@@ -722,7 +722,7 @@ func checkLocalReplies(lrc *hcmv3.LocalReplyConfig) error {
 
 // ----------------------------------------------------- bootstrap checks --
 
-func eachExtProc(fn func(*extprocv3.ExternalProcessor) error) func(*envoyConfig) error {
+func eachExtProc(fn func(*extprocfilterv3.ExternalProcessor) error) func(*envoyConfig) error {
 	return func(c *envoyConfig) error {
 		var errs []error
 		for _, h := range c.hcms {
@@ -973,10 +973,10 @@ func TestBootstrapChecksCatchMistakes(t *testing.T) {
 			c.hcms[0].extProc.MaxMessageTimeout = durationpb.New(2 * time.Second)
 		}},
 		{"full duplex without trailers", "sidecar.yaml", "ext_proc: full duplex needs trailers", func(t *testing.T, c *envoyConfig) {
-			c.hcms[0].extProc.ProcessingMode.RequestBodyMode = extprocv3.ProcessingMode_FULL_DUPLEX_STREAMED
+			c.hcms[0].extProc.ProcessingMode.RequestBodyMode = extprocfilterv3.ProcessingMode_FULL_DUPLEX_STREAMED
 		}},
 		{"streamed request body", "ingress.yaml", "ext_proc: processing modes", func(t *testing.T, c *envoyConfig) {
-			c.hcms[0].extProc.ProcessingMode.RequestBodyMode = extprocv3.ProcessingMode_STREAMED
+			c.hcms[0].extProc.ProcessingMode.RequestBodyMode = extprocfilterv3.ProcessingMode_STREAMED
 		}},
 		{"no mode override", "sidecar.yaml", "ext_proc: mode override for SSE", func(t *testing.T, c *envoyConfig) {
 			c.hcms[0].extProc.AllowModeOverride = false
@@ -994,7 +994,7 @@ func TestBootstrapChecksCatchMistakes(t *testing.T) {
 			mcpRoutes(c.hcms[0])[2].Metadata = nil
 		}},
 		{"route cache cleared", "sidecar.yaml", "ext_proc: mutation safety", func(t *testing.T, c *envoyConfig) {
-			c.hcms[0].extProc.RouteCacheAction = extprocv3.ExternalProcessor_CLEAR
+			c.hcms[0].extProc.RouteCacheAction = extprocfilterv3.ExternalProcessor_CLEAR
 		}},
 		{"keepalive faster than mcpgate allows", "ingress.yaml", "ext_proc cluster is HTTP/2", func(t *testing.T, c *envoyConfig) {
 			cl := c.clusters[c.hcms[0].extProc.GetGrpcService().GetEnvoyGrpc().GetClusterName()]
@@ -1091,8 +1091,8 @@ func TestBootstrapChecksCatchMistakes(t *testing.T) {
 func TestFullDuplexWithTrailersPasses(t *testing.T) {
 	c := newEnvoyConfig(t, "sidecar.yaml")
 	pm := c.hcms[0].extProc.ProcessingMode
-	pm.RequestBodyMode, pm.RequestTrailerMode = extprocv3.ProcessingMode_FULL_DUPLEX_STREAMED, extprocv3.ProcessingMode_SEND
-	pm.ResponseBodyMode, pm.ResponseTrailerMode = extprocv3.ProcessingMode_FULL_DUPLEX_STREAMED, extprocv3.ProcessingMode_SEND
+	pm.RequestBodyMode, pm.RequestTrailerMode = extprocfilterv3.ProcessingMode_FULL_DUPLEX_STREAMED, extprocfilterv3.ProcessingMode_SEND
+	pm.ResponseBodyMode, pm.ResponseTrailerMode = extprocfilterv3.ProcessingMode_FULL_DUPLEX_STREAMED, extprocfilterv3.ProcessingMode_SEND
 	if err := find(bootstrapChecks, "ext_proc: full duplex needs trailers").fn(c); err != nil {
 		t.Fatal(err)
 	}

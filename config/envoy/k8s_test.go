@@ -25,7 +25,7 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
-	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/goccy/go-yaml"
@@ -869,7 +869,7 @@ var (
 type istioConfig struct {
 	ef       *envoyFilter
 	filter   *configPatch // HTTP_FILTER
-	extProc  *extprocv3.ExternalProcessor
+	extProc  *extprocfilterv3.ExternalProcessor
 	route    *configPatch // HTTP_ROUTE
 	hcmPatch *configPatch // NETWORK_FILTER
 	hcm      *hcmv3.HttpConnectionManager
@@ -919,7 +919,7 @@ func loadIstio(t testing.TB) *istioConfig {
 		case *hcmv3.HttpFilter:
 			c.filter = p
 			if v.GetName() == extProcFilter {
-				c.extProc = &extprocv3.ExternalProcessor{}
+				c.extProc = &extprocfilterv3.ExternalProcessor{}
 				if err := v.GetTypedConfig().UnmarshalTo(c.extProc); err != nil {
 					t.Fatalf("configPatches[%d]: typed_config into ExternalProcessor: %v", i, err)
 				}

@@ -10,7 +10,7 @@
 //     policy — gateway tokens, the catalog with a pinned manifest, a live
 //     rights file, signed identity assertions, rate buckets, audit;
 //   - extproc: through the same mcpgate process's ext_proc gRPC listener,
-//     with e2e/envoydriver playing Envoy (BUFFERED bodies, as
+//     with internal/envoydriver playing Envoy (BUFFERED bodies, as
 //     config/envoy/ configures it);
 //   - extproc-floor: the same driver in front of the least ext_proc server
 //     go-control-plane and grpc-go allow (every message answered "continue";
@@ -28,10 +28,10 @@
 // single result event larger than limits.max_sse_event_bytes must come
 // back as a JSON-RPC error.
 //
-// Usage (from the repository root; Linux only):
+// Usage (from e2e/, the e2e module; Linux only):
 //
-//	go run ./e2e/bench                      # ~1–2 minutes on 2 cores
-//	go run ./e2e/bench -n 300000 -c 8 -modes floor,proxy   # the 300k-call run
+//	go run ./bench                      # ~1–2 minutes on 2 cores
+//	go run ./bench -n 300000 -c 8 -modes floor,proxy   # the 300k-call run
 //
 // Everything listens on 127.0.0.1 and stops by itself.
 package main
@@ -62,14 +62,15 @@ import (
 
 	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 
-	"github.com/mcpgate/mcpgate/e2e/bench/rig"
-	"github.com/mcpgate/mcpgate/e2e/envoydriver"
+	"github.com/mcpgate/mcpgate/internal/envoydriver"
+	"github.com/mcpgate/mcpgate/internal/rig"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+	err := run(ctx, os.Args[1:], os.Stdout)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -317,7 +318,7 @@ func bench(ctx context.Context, o options, stdout io.Writer) error {
 	return nil
 }
 
-// startDriver runs e2e/envoydriver in front of the ext_proc server at
+// startDriver runs internal/envoydriver in front of the ext_proc server at
 // target, as config/envoy/ configures Envoy (BUFFERED bodies), and
 // returns its base URL.
 func startDriver(target, upURL string) (string, func(), error) {

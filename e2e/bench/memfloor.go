@@ -8,7 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/mcpgate/mcpgate/e2e/bench/rig"
+	"github.com/mcpgate/mcpgate/internal/rig"
 )
 
 // memoryFloor starts libfloor (e2e/bench/libfloor: the libraries mcpgate is

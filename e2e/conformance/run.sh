@@ -135,7 +135,9 @@ got=$("$NODE" "$SUITE" --version)
 rm -rf "$WORK"
 mkdir -p "$WORK/bin"
 log "building everything-server"
-(cd "$REPO" && go build -o "$WORK/bin/everything-server" github.com/modelcontextprotocol/go-sdk/conformance/everything-server)
+# From the e2e module: the product module's go.sum holds only what mcpgate
+# itself needs.
+(cd "$REPO/e2e" && go build -o "$WORK/bin/everything-server" github.com/modelcontextprotocol/go-sdk/conformance/everything-server)
 ES="$WORK/bin/everything-server"
 
 if [[ -n ${MCPGATE_BIN:-} ]]; then

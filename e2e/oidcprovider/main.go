@@ -33,8 +33,9 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := provider.Run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	err := provider.Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "oidcprovider:", err)
 		os.Exit(1)
 	}

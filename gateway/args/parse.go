@@ -108,7 +108,7 @@ func parseInterned(data []byte, maxDepth int, orders map[string][]string, names 
 	}
 	if _, err := pd.dec.ReadToken(); err == nil {
 		return nil, 0, errors.New("unexpected data after the top-level value")
-	} else if err != io.EOF {
+	} else if !errors.Is(err, io.EOF) {
 		return nil, 0, err
 	}
 	return v, p.values, nil

@@ -2,6 +2,7 @@ package args
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/big"
 	"strconv"
@@ -16,8 +17,8 @@ import (
 
 // collect turns the validator's error tree into Problems.
 func (c *checker) collect(err error) {
-	verr, ok := err.(*jsonschema.ValidationError)
-	if !ok {
+	var verr *jsonschema.ValidationError
+	if !errors.As(err, &verr) {
 		c.add(Problem{Code: CodeInvalid, Message: "The arguments could not be checked: " + oneLine(err.Error())})
 		return
 	}

@@ -178,7 +178,7 @@ func CheckHeaders(h Header, m *Message) *Error {
 			return newHeaderMismatch(canonicalHeader(k) + " header sent more than once")
 		}
 		if len(vs) == 1 {
-			if _, err := DecodeHeaderValue(vs[0]); err == errHeaderChars {
+			if _, err := DecodeHeaderValue(vs[0]); errors.Is(err, errHeaderChars) {
 				return newHeaderMismatch(canonicalHeader(k) + " " + err.Error())
 			}
 		}

@@ -595,7 +595,7 @@ func (p *parser) readValue() (jsontext.Value, *Error) {
 func (p *parser) checkEOF() *Error {
 	_, err := p.dec.ReadToken()
 	switch {
-	case err == io.EOF:
+	case errors.Is(err, io.EOF):
 		return nil
 	case err == nil:
 		return newParseError("unexpected data after the top-level JSON value")

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/mcpgate/mcpgate/config"
-	"github.com/mcpgate/mcpgate/e2e/bench/rig"
 	"github.com/mcpgate/mcpgate/internal/demo"
+	"github.com/mcpgate/mcpgate/internal/rig"
 	"github.com/mcpgate/mcpgate/policy"
 )
 
@@ -56,7 +56,7 @@ func BenchmarkDirectToolsCall(b *testing.B) {
 // BenchmarkProxiedToolsCall: client → mcpgate (default policy) → demo
 // upstream, over loopback. Compare with BenchmarkDirectToolsCall. The
 // rate buckets are kept (every call still takes from them) but sized like
-// e2e/bench/rig's so that no call is refused: with the quickstart's
+// internal/rig's so that no call is refused: with the quickstart's
 // (reads: burst 60 at 10/s) all but the first few hundred calls would be
 // rate-limit refusals and the benchmark would measure those, not allowed
 // calls. benchCall fails on a refusal.
@@ -65,7 +65,7 @@ func BenchmarkProxiedToolsCall(b *testing.B) {
 }
 
 // BenchmarkDirectToolsCallJSON is the baseline of the JSON answer path:
-// client → the load bench's upstream (e2e/bench/rig: the Go SDK's
+// client → the load bench's upstream (internal/rig: the Go SDK's
 // stateless handler answering application/json), get_status.
 func BenchmarkDirectToolsCallJSON(b *testing.B) {
 	up := httptest.NewServer(rig.NewUpstream())
@@ -75,7 +75,7 @@ func BenchmarkDirectToolsCallJSON(b *testing.B) {
 
 // BenchmarkProxiedToolsCallJSON: the same call through mcpgate (default
 // policy, get_status declared as a read with a result allowlist, as in
-// e2e/bench): the path `go run ./e2e/bench` measures, where the adapter
+// e2e/bench): the path the load bench measures, where the adapter
 // buffers the JSON answer and hands it to the pipeline.
 func BenchmarkProxiedToolsCallJSON(b *testing.B) {
 	url := startBench(b, rig.NewUpstream(), func(cfg *config.Config) {

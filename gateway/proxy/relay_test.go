@@ -18,9 +18,9 @@ import (
 	"testing"
 
 	"github.com/mcpgate/mcpgate/config"
-	"github.com/mcpgate/mcpgate/e2e/bench/rig"
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/proxy"
+	"github.com/mcpgate/mcpgate/internal/rig"
 	"github.com/mcpgate/mcpgate/policy"
 )
 

@@ -2,6 +2,7 @@ package shape
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -505,7 +506,7 @@ func (w *walker) jsonText(t []byte, n *node, keep bool) (ok, changed bool) {
 	var err error
 	w.jbuf, err = w.value(dec, w.jbuf[:0], n, keep, false)
 	if err == nil {
-		if _, err = dec.ReadToken(); err == io.EOF {
+		if _, err = dec.ReadToken(); errors.Is(err, io.EOF) {
 			err = nil
 		} else if err == nil {
 			err = io.ErrUnexpectedEOF // more than one value

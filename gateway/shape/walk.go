@@ -483,7 +483,7 @@ func (w *walker) members(b []byte, fn memberFunc) error {
 	if _, err := dec.ReadToken(); err != nil {
 		return err
 	}
-	if _, err := dec.ReadToken(); err != io.EOF {
+	if _, err := dec.ReadToken(); !errors.Is(err, io.EOF) {
 		if err == nil {
 			err = errors.New("shape: data after the result object")
 		}

@@ -57,7 +57,7 @@ func (e *Error) Error() string {
 // ErrExpired) and the internal cause.
 func (e *Error) Unwrap() []error {
 	errs := []error{e.Err}
-	if e.Err == ErrRevoked || e.Err == ErrExpired {
+	if errors.Is(e.Err, ErrRevoked) || errors.Is(e.Err, ErrExpired) {
 		errs = append(errs, ErrInvalidToken)
 	}
 	if e.cause != nil {

@@ -22,11 +22,11 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mcpgate/mcpgate/config"
-	"github.com/mcpgate/mcpgate/e2e/envoydriver"
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/internal/app"
 	"github.com/mcpgate/mcpgate/internal/catalog"
 	"github.com/mcpgate/mcpgate/internal/demo"
+	"github.com/mcpgate/mcpgate/internal/envoydriver"
 )
 
 // collector is an OTLP/HTTP trace receiver: it decodes the protobuf

@@ -100,9 +100,10 @@ func buildBinary() (string, error) {
 	}
 	final := filepath.Join(dir, "oidcprovider")
 	tmp := fmt.Sprintf("%s.tmp-%d", final, os.Getpid())
+	// go test puts its own GOROOT/bin first in PATH.
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		return "", fmt.Errorf("oidctest: %w", err)
 	}
 	cmd := exec.Command(goBin, "build", "-o", tmp, ".")
 	cmd.Dir = srcDir

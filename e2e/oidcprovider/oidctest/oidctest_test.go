@@ -151,7 +151,7 @@ func TestClientCredentials(t *testing.T) {
 	if tr.TokenType != "Bearer" || tr.ExpiresIn < 290 || tr.ExpiresIn > 300 || tr.Scope != "tools:read tools:write" {
 		t.Errorf("token response = %+v", tr)
 	}
-	jws, err := jose.ParseSigned(tr.AccessToken, []jose.SignatureAlgorithm{jose.RS256})
+	jws, err := jose.ParseSignedCompact(tr.AccessToken, []jose.SignatureAlgorithm{jose.RS256})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func TestClientCredentials(t *testing.T) {
 		}
 		var c map[string]any
 		parts := strings.Split(tr.AccessToken, ".")
-		b, _ := jose.ParseSigned(tr.AccessToken, []jose.SignatureAlgorithm{jose.RS256})
+		b, _ := jose.ParseSignedCompact(tr.AccessToken, []jose.SignatureAlgorithm{jose.RS256})
 		_ = json.Unmarshal(b.UnsafePayloadWithoutVerification(), &c)
 		if len(parts) != 3 || !equalJSON(c["aud"], []string{resource, "https://other.example.com/mcp"}) {
 			t.Errorf("aud = %v", c["aud"])
@@ -234,7 +234,7 @@ func TestConfiguredClients(t *testing.T) {
 	if tr.ExpiresIn < 85 || tr.ExpiresIn > 90 {
 		t.Errorf("expires_in = %d, want 90", tr.ExpiresIn)
 	}
-	jws, _ := jose.ParseSigned(tr.AccessToken, []jose.SignatureAlgorithm{jose.RS256})
+	jws, _ := jose.ParseSignedCompact(tr.AccessToken, []jose.SignatureAlgorithm{jose.RS256})
 	var c map[string]any
 	_ = json.Unmarshal(jws.UnsafePayloadWithoutVerification(), &c)
 	if c["plan"] != "gold" || c["tenant"] != "t1" {

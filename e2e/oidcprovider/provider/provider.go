@@ -325,7 +325,7 @@ func (p *Provider) lookup(raw string) (*tokenRecord, bool) {
 	if rec, ok := p.store.tokenByOpaque(raw); ok {
 		return rec, true
 	}
-	jws, err := jose.ParseSigned(raw, []jose.SignatureAlgorithm{jose.RS256, jose.PS256, jose.ES256, jose.EdDSA})
+	jws, err := jose.ParseSignedCompact(raw, []jose.SignatureAlgorithm{jose.RS256, jose.PS256, jose.ES256, jose.EdDSA})
 	if err != nil || len(jws.Signatures) != 1 {
 		return nil, false
 	}

@@ -2,6 +2,7 @@ package sse_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -44,7 +45,7 @@ func ExampleReader() {
 	r := sse.NewReader(strings.NewReader("event: endpoint\ndata: /mcp\n\nid: 9\ndata: {}\n\ndata: cut"), 1<<20)
 	for {
 		raw, err := r.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {

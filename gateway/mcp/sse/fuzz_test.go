@@ -65,7 +65,7 @@ func FuzzSplitter(f *testing.F) {
 
 		// A Reader given the same chunks returns the same blocks.
 		read, err := readAll(NewReader(&chunkReader{chunks: chunks}, -1))
-		if err != io.EOF {
+		if !errors.Is(err, io.EOF) {
 			t.Fatalf("Reader: %v", err)
 		}
 		wantRead := whole

@@ -1,6 +1,9 @@
 package sse
 
-import "io"
+import (
+	"errors"
+	"io"
+)
 
 // readSize is the size of a Reader's read buffer.
 const readSize = 32 << 10
@@ -40,7 +43,7 @@ func (r *Reader) Next() (raw []byte, err error) {
 			return raw, err
 		}
 		if r.err != nil {
-			if r.err == io.EOF {
+			if errors.Is(r.err, io.EOF) {
 				if raw := r.s.end(); len(raw) > 0 {
 					return raw, nil
 				}

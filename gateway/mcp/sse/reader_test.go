@@ -46,7 +46,7 @@ func TestReader(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := NewReader(tt.r(), -1)
 			blocks, err := readAll(r)
-			if err != io.EOF {
+			if !errors.Is(err, io.EOF) {
 				t.Fatalf("err = %v", err)
 			}
 			if len(blocks) != len(want) {
@@ -57,7 +57,7 @@ func TestReader(t *testing.T) {
 					t.Fatalf("block %d = %q, want %q", i, blocks[i], want[i])
 				}
 			}
-			if _, err := r.Next(); err != io.EOF {
+			if _, err := r.Next(); !errors.Is(err, io.EOF) {
 				t.Fatalf("Next after EOF: %v", err)
 			}
 		})
@@ -118,12 +118,12 @@ func TestReaderErrors(t *testing.T) {
 
 func TestReaderReset(t *testing.T) {
 	r := NewReader(strings.NewReader("data: a\n\n"), 0)
-	if _, err := readAll(r); err != io.EOF {
+	if _, err := readAll(r); !errors.Is(err, io.EOF) {
 		t.Fatal(err)
 	}
 	r.Reset(strings.NewReader(utf8BOM + "data: b\n\ndata: c\n\n"))
 	blocks, err := readAll(r)
-	if err != io.EOF || len(blocks) != 3 || string(blocks[0]) != utf8BOM {
+	if !errors.Is(err, io.EOF) || len(blocks) != 3 || string(blocks[0]) != utf8BOM {
 		t.Fatalf("after Reset: %q, %v", blocks, err)
 	}
 }

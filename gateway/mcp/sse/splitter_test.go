@@ -280,13 +280,13 @@ func TestSplitterStickyError(t *testing.T) {
 	s := NewSplitter(-1)
 	calls := 0
 	err := s.Write([]byte("data: a\n\ndata: b\n\n"), func([]byte) error { calls++; return boom })
-	if err != boom || calls != 1 {
+	if !errors.Is(err, boom) || calls != 1 {
 		t.Fatalf("err = %v after %d calls", err, calls)
 	}
-	if err := s.Write([]byte("data: c\n\n"), func([]byte) error { t.Fatal("emit after error"); return nil }); err != boom {
+	if err := s.Write([]byte("data: c\n\n"), func([]byte) error { t.Fatal("emit after error"); return nil }); !errors.Is(err, boom) {
 		t.Fatalf("second Write: %v", err)
 	}
-	if err := s.Flush(func([]byte) error { t.Fatal("emit after error"); return nil }); err != boom {
+	if err := s.Flush(func([]byte) error { t.Fatal("emit after error"); return nil }); !errors.Is(err, boom) {
 		t.Fatalf("Flush: %v", err)
 	}
 	s.Reset()

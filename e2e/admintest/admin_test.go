@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -854,20 +853,4 @@ type stubVerifier struct{}
 
 func (stubVerifier) Verify(context.Context, string, string) (*auth.Claims, error) {
 	return nil, errors.New("not used")
-}
-
-func TestParseSHA256Hex(t *testing.T) {
-	sum := sha256.Sum256([]byte("demo-admin-token"))
-	h := hex.EncodeToString(sum[:])
-	for _, s := range []string{h, strings.ToUpper(h), " " + h + "\n"} {
-		got, err := admin.ParseSHA256Hex(s)
-		if err != nil || got != sum {
-			t.Errorf("ParseSHA256Hex(%q) = %x, %v", s, got, err)
-		}
-	}
-	for _, s := range []string{"", h[:62], h + "00", "zz" + h[2:]} {
-		if _, err := admin.ParseSHA256Hex(s); err == nil {
-			t.Errorf("ParseSHA256Hex(%q) succeeded", s)
-		}
-	}
 }

@@ -1,4 +1,4 @@
-// Package rig sets up what the load figures (go run ./e2e/bench) and the
+// Package rig sets up what the load figures (e2e/bench) and the
 // soak and fault tests (e2e/faults_test.go) run against: a real MCP
 // upstream on the official Go SDK, the mcpgate binary as a separate
 // process with the full default policy (gateway tokens, catalog with a
