@@ -29,7 +29,7 @@ import (
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/grpc"
@@ -438,17 +438,17 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.Process
 	ex.mode = mode
 	set := ex.verdict.ResponseExtra
 	var remove []string
-	var override *filterv3.ProcessingMode
+	var override *extprocfilterv3.ProcessingMode
 	switch {
 	case h.GetEndOfStream():
 		ex.finish()
 	case mode == gateway.PassThrough:
 		// Nothing to inspect: Envoy relays the body itself, streams
 		// included, without buffering it for mcpgate.
-		override = responseMode(filterv3.ProcessingMode_NONE)
+		override = responseMode(extprocfilterv3.ProcessingMode_NONE)
 		ex.finish()
 	case mode == gateway.StreamSSE:
-		override = responseMode(filterv3.ProcessingMode_STREAMED)
+		override = responseMode(extprocfilterv3.ProcessingMode_STREAMED)
 		remove = []string{"content-length"}
 		if set == nil {
 			set = mcp.Header{}
@@ -464,14 +464,14 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.Process
 // responseMode is the whole processing mode sent as mode_override (Envoy
 // replaces the mode with it): the request side as configured, the response
 // body as chosen, trailers skipped.
-func responseMode(body filterv3.ProcessingMode_BodySendMode) *filterv3.ProcessingMode {
-	return &filterv3.ProcessingMode{
-		RequestHeaderMode:   filterv3.ProcessingMode_SEND,
-		RequestBodyMode:     filterv3.ProcessingMode_BUFFERED,
-		RequestTrailerMode:  filterv3.ProcessingMode_SKIP,
-		ResponseHeaderMode:  filterv3.ProcessingMode_SEND,
+func responseMode(body extprocfilterv3.ProcessingMode_BodySendMode) *extprocfilterv3.ProcessingMode {
+	return &extprocfilterv3.ProcessingMode{
+		RequestHeaderMode:   extprocfilterv3.ProcessingMode_SEND,
+		RequestBodyMode:     extprocfilterv3.ProcessingMode_BUFFERED,
+		RequestTrailerMode:  extprocfilterv3.ProcessingMode_SKIP,
+		ResponseHeaderMode:  extprocfilterv3.ProcessingMode_SEND,
 		ResponseBodyMode:    body,
-		ResponseTrailerMode: filterv3.ProcessingMode_SKIP,
+		ResponseTrailerMode: extprocfilterv3.ProcessingMode_SKIP,
 	}
 }
 
@@ -610,7 +610,7 @@ func headersResponse(m *extprocv3.HeaderMutation, _ bool) *extprocv3.ProcessingR
 	}}}
 }
 
-func headersResponseFor(response bool, m *extprocv3.HeaderMutation, override *filterv3.ProcessingMode) *extprocv3.ProcessingResponse {
+func headersResponseFor(response bool, m *extprocv3.HeaderMutation, override *extprocfilterv3.ProcessingMode) *extprocv3.ProcessingResponse {
 	hr := &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{HeaderMutation: m}}
 	if !response {
 		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: hr}}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -222,7 +222,7 @@ func TestResponseModes(t *testing.T) {
 		exchange(t, s, reqHeaders("/crm/mcp", nil, "mcp-protocol-version", "2026-07-28", "mcp-method", "tools/list"))
 		exchange(t, s, reqBody(list))
 		r := exchange(t, s, &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseHeaders{ResponseHeaders: &extprocv3.HttpHeaders{Headers: headers(":status", "200", "content-type", "text/event-stream", "content-length", "999")}}})
-		if r.GetModeOverride().GetResponseBodyMode() != filterv3.ProcessingMode_STREAMED {
+		if r.GetModeOverride().GetResponseBodyMode() != extprocfilterv3.ProcessingMode_STREAMED {
 			t.Fatalf("mode override %v", r.GetModeOverride())
 		}
 		if rm := r.GetResponseHeaders().GetResponse().GetHeaderMutation().GetRemoveHeaders(); len(rm) != 1 || rm[0] != "content-length" {
@@ -277,7 +277,7 @@ func TestResponseModes(t *testing.T) {
 			t.Fatalf("refused: %v", r)
 		}
 		r = exchange(t, s, &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseHeaders{ResponseHeaders: &extprocv3.HttpHeaders{Headers: headers(":status", "200", "content-type", "text/event-stream")}}})
-		if m := r.GetModeOverride(); m == nil || m.GetResponseBodyMode() != filterv3.ProcessingMode_NONE {
+		if m := r.GetModeOverride(); m == nil || m.GetResponseBodyMode() != extprocfilterv3.ProcessingMode_NONE {
 			t.Fatalf("want response body mode NONE, got %v", m)
 		}
 	})

@@ -468,7 +468,7 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 	}
 	// A tools/call's own deadline (the only calls with one) is answered
 	// with a tool error, not logged as an upstream failure.
-	deadline := st.deadline != nil && context.Cause(st.deadline) == gateway.ErrDeadline
+	deadline := st.deadline != nil && errors.Is(context.Cause(st.deadline), gateway.ErrDeadline)
 	switch {
 	case deadline:
 		err = errors.Join(gateway.ErrDeadline, err)

@@ -104,7 +104,7 @@ func (r *eventReader) Read(p []byte) (int, error) {
 			continue
 		case rerr != nil:
 			err = rerr
-		case err != nil && err != io.EOF && len(r.out) > r.off:
+		case err != nil && !errors.Is(err, io.EOF) && len(r.out) > r.off:
 			// The upstream cut the stream: the client gets an error
 			// event for its request, then a clean end.
 			err = io.EOF
