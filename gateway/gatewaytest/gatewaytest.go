@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/internal/sealing"
 	"github.com/mcpgate/mcpgate/policy"
 	"github.com/mcpgate/mcpgate/store/boltstore"
 )
@@ -173,4 +174,15 @@ func Store(tb testing.TB) *boltstore.Store {
 	}
 	tb.Cleanup(func() { st.Close() })
 	return st
+}
+
+// Sealer returns a sealer with a new key set (confirm tokens, request
+// state).
+func Sealer(tb testing.TB) *sealing.Sealer {
+	tb.Helper()
+	ks, err := sealing.GenerateKeySet()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return sealing.NewSealer(ks)
 }
