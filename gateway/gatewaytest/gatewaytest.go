@@ -186,3 +186,12 @@ func Sealer(tb testing.TB) *sealing.Sealer {
 	}
 	return sealing.NewSealer(ks)
 }
+
+// AllowAll is a decider that allows every message, for tests of what
+// happens around the decision.
+type AllowAll struct{}
+
+// Decide allows.
+func (AllowAll) Decide(context.Context, *policy.Input) (*policy.Decision, error) {
+	return &policy.Decision{Allow: true}, nil
+}

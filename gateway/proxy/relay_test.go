@@ -19,7 +19,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/config"
 	"github.com/mcpgate/mcpgate/e2e/bench/rig"
-	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/gatewaytest"
 	"github.com/mcpgate/mcpgate/gateway/proxy"
 	"github.com/mcpgate/mcpgate/policy"
 )
@@ -183,7 +183,7 @@ func TestResponseInspectionLimit(t *testing.T) {
 	})
 	us := httptest.NewServer(up)
 	t.Cleanup(us.Close)
-	p := gateway.New(allowAll{}, gateway.Options{MaxBodyBytes: 1 << 16, MaxJSONDepth: 16, MaxSSEEventBytes: 1 << 20, Authenticator: &seenAuth{}})
+	p := gatewaytest.New(t, gatewaytest.WithDecider(gatewaytest.AllowAll{}), gatewaytest.WithAuth(&seenAuth{}))
 	h, err := proxy.New(proxy.Options{Pipeline: p, MaxBodyBytes: 1 << 16, MaxResponseBytes: limit, Routes: []proxy.Route{
 		{Path: "/mcp", Upstream: "default", URL: mustURL(t, us.URL+"/mcp")},
 	}})
@@ -250,7 +250,7 @@ func TestRequestWrittenInOneWrite(t *testing.T) {
 		}
 		return countingConn{Conn: c, writes: &writes}, nil
 	}
-	p := gateway.New(allowAll{}, gateway.Options{MaxBodyBytes: 1 << 16, MaxJSONDepth: 16, MaxSSEEventBytes: 1 << 20, Authenticator: &seenAuth{}})
+	p := gatewaytest.New(t, gatewaytest.WithDecider(gatewaytest.AllowAll{}), gatewaytest.WithAuth(&seenAuth{}))
 	h, err := proxy.New(proxy.Options{Pipeline: p, MaxBodyBytes: 1 << 16, MaxResponseBytes: 1 << 20, Transport: tr, Routes: []proxy.Route{
 		{Path: "/mcp", Upstream: "default", URL: mustURL(t, us.URL+"/mcp")},
 	}})
