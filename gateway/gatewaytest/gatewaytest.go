@@ -2,7 +2,12 @@
 // most tests share once: the default policy engine over the pipeline's
 // declarations, the request and event bounds below, and a bbolt store in
 // the test's temporary directory when write safety or tasks need one.
-// Options set what differs. Only tests import it.
+// Options set what differs, in order:
+//
+//	p := gatewaytest.New(t, gatewaytest.WithDecls(decls), gatewaytest.WithAuth(auth),
+//		gatewaytest.WithCatalog(cat), gatewaytest.With(gateway.Options{ListTTL: time.Second}))
+//
+// Only tests import it.
 package gatewaytest
 
 import (
@@ -40,9 +45,9 @@ type config struct {
 	decider gateway.Decider
 	store   *boltstore.Store
 	writes  []func(*gateway.WriteSafety)
-	wantW   bool
+	writesOn   bool
 	taskTTL time.Duration
-	wantT   bool
+	tasksOn   bool
 }
 
 // New returns a pipeline built from the defaults and opts. Unless
@@ -54,7 +59,7 @@ func New(tb testing.TB, opts ...Option) *gateway.Pipeline {
 	for _, o := range opts {
 		o(&c)
 	}
-	if c.wantW {
+	if c.writesOn {
 		st := c.storeFor(tb)
 		w := &gateway.WriteSafety{Replays: st, Actions: st, Audit: st, WaitInFlight: WaitInFlight}
 		for _, f := range c.writes {
@@ -62,7 +67,7 @@ func New(tb testing.TB, opts ...Option) *gateway.Pipeline {
 		}
 		c.opts.Writes = w
 	}
-	if c.wantT {
+	if c.tasksOn {
 		c.opts.Tasks = gateway.TaskOptions{Enabled: true, Store: c.storeFor(tb), MaxTTL: c.taskTTL}
 	}
 	d := c.decider
@@ -129,7 +134,7 @@ func WithStore(st *boltstore.Store) Option {
 // changes the settings, in order.
 func WithWrites(edits ...func(*gateway.WriteSafety)) Option {
 	return func(c *config) {
-		c.wantW = true
+		c.writesOn = true
 		c.writes = append(c.writes, edits...)
 	}
 }
@@ -137,7 +142,7 @@ func WithWrites(edits ...func(*gateway.WriteSafety)) Option {
 // WithTasks turns MCP tasks on, on the store, with tasks living at most
 // maxTTL.
 func WithTasks(maxTTL time.Duration) Option {
-	return func(c *config) { c.wantT, c.taskTTL = true, maxTTL }
+	return func(c *config) { c.tasksOn, c.taskTTL = true, maxTTL }
 }
 
 // With sets every field of o that is not its zero value (a bound of 0
@@ -172,7 +177,7 @@ func Store(tb testing.TB) *boltstore.Store {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { st.Close() })
+	tb.Cleanup(func() { _ = st.Close() })
 	return st
 }
 
