@@ -40,14 +40,14 @@ const WaitInFlight = 100 * time.Millisecond
 type Option func(*config)
 
 type config struct {
-	opts    gateway.Options
-	dirs    []string
-	decider gateway.Decider
-	store   *boltstore.Store
-	writes  []func(*gateway.WriteSafety)
-	writesOn   bool
-	taskTTL time.Duration
-	tasksOn   bool
+	opts     gateway.Options
+	dirs     []string
+	decider  gateway.Decider
+	store    *boltstore.Store
+	writes   []func(*gateway.WriteSafety)
+	writesOn bool
+	taskTTL  time.Duration
+	tasksOn  bool
 }
 
 // New returns a pipeline built from the defaults and opts. Unless
