@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/gatewaytest"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/policy"
 )
@@ -53,17 +54,6 @@ func (f *fakeAuth) InsufficientScope(_ *gateway.Request, scopes []string) *gatew
 
 var prm = []byte(`{"resource":"https://gw/mcp"}`)
 
-func newAuthPipeline(t *testing.T) (*gateway.Pipeline, *fakeAuth) {
-	t.Helper()
-	eng, err := policy.New(context.Background(), policy.Options{Declarations: benchDecls})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fa := &fakeAuth{}
-	return gateway.New(eng, gateway.Options{Declarations: benchDecls, MaxBodyBytes: 1 << 16, MaxJSONDepth: 16, MaxSSEEventBytes: 1 << 20,
-		Authenticator: fa, ResourceMetadata: gateway.StaticMetadata(map[string][]byte{"/.well-known/oauth-protected-resource/mcp": prm})}), fa
-}
-
 func authReq(method, token, body string, kv ...string) *gateway.Request {
 	h := mcp.Header{"content-type": {"application/json"}}
 	for i := 0; i+1 < len(kv); i += 2 {
@@ -80,7 +70,9 @@ func callBody(id, tool string) string {
 }
 
 func TestAuthentication(t *testing.T) {
-	p, fa := newAuthPipeline(t)
+	fa := &fakeAuth{}
+	p := gatewaytest.New(t, gatewaytest.WithDecls(benchDecls), gatewaytest.WithAuth(fa),
+		gatewaytest.With(gateway.Options{ResourceMetadata: gateway.StaticMetadata(map[string][]byte{"/.well-known/oauth-protected-resource/mcp": prm})}))
 	ctx := context.Background()
 	call := func(tool string) []string {
 		return []string{"mcp-protocol-version", "2026-07-28", "mcp-method", "tools/call", "mcp-name", tool}
@@ -224,7 +216,7 @@ func TestAuthentication(t *testing.T) {
 // Without an Authenticator nothing changes: credentials pass through, no
 // metadata is served, the principal is anonymous.
 func TestAnonymousUnchanged(t *testing.T) {
-	p := newPipeline(t)
+	p := gatewaytest.New(t, gatewaytest.WithDecls(benchDecls))
 	r := authReq("POST", "whatever", callBody("1", "get_booking"), "mcp-protocol-version", "2026-07-28", "mcp-method", "tools/call", "mcp-name", "get_booking")
 	r.Header.Set("cookie", "a=b")
 	_, v := p.HandleRequest(context.Background(), r)

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/gatewaytest"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/policy"
 	"github.com/mcpgate/mcpgate/ratelimit"
@@ -24,19 +25,15 @@ var benchDecls = map[string]map[string]policy.ToolDeclaration{
 
 const benchBody = `{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"create_booking","arguments":{"customer_id":"C-101","technician_id":"T-11","start":"2026-12-01T09:00:00+01:00","notes":"Gate code 4711, dog in the yard","duration_minutes":90},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1.0.0"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
 
-func newBenchPipeline(b *testing.B) *gateway.Pipeline {
-	eng, err := policy.New(context.Background(), policy.Options{Declarations: benchDecls})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return gateway.New(eng, gateway.Options{Declarations: benchDecls, MaxBodyBytes: 4 << 20, MaxJSONDepth: 64, MaxSSEEventBytes: 16 << 20})
-}
+// benchBounds are the bounds of the benchmarks' pipelines: large bodies
+// and events, deep nesting.
+var benchBounds = gatewaytest.With(gateway.Options{MaxBodyBytes: 4 << 20, MaxJSONDepth: 64, MaxSSEEventBytes: 16 << 20})
 
 // BenchmarkHandleToolsCall measures the request side of a tools/call:
 // transport gate, strict parse, header checks and the default policy's
 // decision (target ≤ 40 µs on a 2-core machine).
 func BenchmarkHandleToolsCall(b *testing.B) {
-	p := newBenchPipeline(b)
+	p := gatewaytest.New(b, gatewaytest.WithDecls(benchDecls), benchBounds)
 	hdr := mcp.Header{
 		"content-type":         {"application/json"},
 		"mcp-protocol-version": {"2026-07-28"},
@@ -67,7 +64,7 @@ func (f *fixedDecider) Decide(context.Context, *policy.Input) (*policy.Decision,
 // evaluation taken out: what is left is mcpgate's own work and allocations
 // (gate, parse, headers, input building).
 func BenchmarkHandleToolsCallOwnCost(b *testing.B) {
-	p := gateway.New(&fixedDecider{policy.Decision{Allow: true}}, gateway.Options{Declarations: benchDecls, MaxBodyBytes: 4 << 20, MaxJSONDepth: 64})
+	p := gatewaytest.New(b, gatewaytest.WithDecls(benchDecls), benchBounds, gatewaytest.WithDecider(&fixedDecider{policy.Decision{Allow: true}}))
 	hdr := mcp.Header{
 		"content-type":         {"application/json"},
 		"mcp-protocol-version": {"2026-07-28"},
@@ -96,30 +93,23 @@ const (
 	exchangeAnswer = `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"{\"service\":\"db\",\"state\":\"up\",\"checked_at\":\"2026-01-01T00:00:00Z\",\"region\":\"eu-1\"}"}],"structuredContent":{"service":"db","state":"up","checked_at":"2026-01-01T00:00:00Z","region":"eu-1"}}}`
 )
 
-// newExchangePipeline is the pipeline as `mcpgate serve` runs it for the
-// e2e bench, minus the process: the default policy (memo on), an
-// authenticated caller, the catalog, rate buckets that never refuse, the
-// loop brake and metrics. The authenticator is the test double fakeAuth:
-// internal/authn (the real one) is measured in its own package.
-func newExchangePipeline(b testing.TB) *gateway.Pipeline {
-	return newExchangePipelineWith(b, exchangeCatalog(), prometheus.NewRegistry())
+// exchangeOpts are the pipeline as `mcpgate serve` runs it for the e2e
+// bench, minus the process: the default policy (memo on), an
+// authenticated caller, the catalog cat, rate buckets that never refuse,
+// the loop brake and metrics into reg (a new registry when nil). The
+// authenticator is the test double fakeAuth: internal/authn (the real one)
+// is measured in its own package.
+func exchangeOpts(cat gateway.ToolCatalog, reg prometheus.Registerer) []gatewaytest.Option {
+	lim := &gateway.Limits{Limiter: ratelimit.NewMemory(0), Buckets: map[string]ratelimit.Limit{
+		"reads": {Rate: 1_000_000, Period: time.Second, Burst: 1_000_000}}, LoopBrake: 3, DefaultDeadline: time.Minute}
+	return []gatewaytest.Option{gatewaytest.WithDecls(exchangeDecls), benchBounds, gatewaytest.WithAuth(&fakeAuth{}),
+		gatewaytest.WithCatalog(cat), gatewaytest.WithLimits(lim), gatewaytest.WithMetrics(reg),
+		gatewaytest.With(gateway.Options{SecretNames: []string{"password"}})}
 }
 
 func exchangeCatalog() *staticCatalog {
 	return &staticCatalog{loaded: true, tools: []gateway.CatalogTool{{Name: "get_status", Hash: "sha256:bench", State: policy.CatalogApproved,
 		InputSchema: jsontext.Value(`{"type":"object","properties":{"service":{"type":"string"}},"required":["service"]}`)}}}
-}
-
-func newExchangePipelineWith(b testing.TB, cat gateway.ToolCatalog, reg prometheus.Registerer) *gateway.Pipeline {
-	eng, err := policy.New(context.Background(), policy.Options{Declarations: exchangeDecls})
-	if err != nil {
-		b.Fatal(err)
-	}
-	lim := &gateway.Limits{Limiter: ratelimit.NewMemory(0), Buckets: map[string]ratelimit.Limit{
-		"reads": {Rate: 1_000_000, Period: time.Second, Burst: 1_000_000}}, LoopBrake: 3, DefaultDeadline: time.Minute}
-	return gateway.New(eng, gateway.Options{Declarations: exchangeDecls, MaxBodyBytes: 4 << 20, MaxJSONDepth: 64, MaxSSEEventBytes: 16 << 20,
-		Authenticator: &fakeAuth{}, Catalog: cat, Limits: lim, SecretNames: []string{"password"},
-		Metrics: gateway.NewMetrics(reg)})
 }
 
 // BenchmarkToolsCallExchange is one allowed tools/call through the whole
@@ -128,7 +118,7 @@ func newExchangePipelineWith(b testing.TB, cat gateway.ToolCatalog, reg promethe
 // then the upstream's JSON answer parsed, shaped (the allowlist drops
 // region), re-encoded, settled, and the metrics recorded.
 func BenchmarkToolsCallExchange(b *testing.B) {
-	p := newExchangePipeline(b)
+	p := gatewaytest.New(b, exchangeOpts(exchangeCatalog(), nil)...)
 	body, answerBody := []byte(exchangeCall), []byte(exchangeAnswer)
 	ctx := context.Background()
 	respHeader := mcp.Header{"content-type": {"application/json"}}
@@ -153,7 +143,7 @@ func BenchmarkToolsCallExchange(b *testing.B) {
 // answer on text/event-stream (one progress notification, then the
 // result event), relayed through the EventRewriter.
 func BenchmarkToolsCallExchangeSSE(b *testing.B) {
-	p := newExchangePipeline(b)
+	p := gatewaytest.New(b, exchangeOpts(exchangeCatalog(), nil)...)
 	body := []byte(exchangeCall)
 	chunk := []byte("event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":1,\"message\":\"checking\"}}\n\n" +
 		"event: message\ndata: " + exchangeAnswer + "\n\n")

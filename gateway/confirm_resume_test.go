@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/mcpgate/mcpgate/gateway/gatewaytest"
 )
 
 // TestConfirmationKeepsUpstreamRoundState: a notify call that carries the
@@ -17,7 +19,7 @@ import (
 // is confirmed without the members.
 func TestConfirmationKeepsUpstreamRoundState(t *testing.T) {
 	ctx := context.Background()
-	p := newWritePipeline(t, writeCatalog(), nil, nil)
+	p := gatewaytest.New(t, writeOpts(writeCatalog())...)
 	args := `{"text":"to the list"}`
 	pick := `{"action":"accept","content":{"list":"vip"}}`
 	upstream := `"requestState":"upstream-round-1","inputResponses":{"pick_list":` + pick + `},`

@@ -13,6 +13,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/gatewaytest"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/gateway/refusal"
 	"github.com/mcpgate/mcpgate/gateway/shape"
@@ -21,21 +22,12 @@ import (
 
 const meta2026 = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 
-func newPipeline(t *testing.T, dirs ...string) *gateway.Pipeline {
-	t.Helper()
-	eng, err := policy.New(context.Background(), policy.Options{Dirs: dirs, Declarations: benchDecls})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return gateway.New(eng, gateway.Options{Declarations: benchDecls, MaxBodyBytes: 1 << 16, MaxJSONDepth: 16, MaxSSEEventBytes: 1 << 20})
-}
-
 // TestRefusalContract walks every refusal path of the request side and
 // checks the answer against the error contract: tool errors for tools/call
 // refused by policy (HTTP 200), JSON-RPC errors with the spec's codes and
 // statuses otherwise, no body for notifications, nothing forwarded.
 func TestRefusalContract(t *testing.T) {
-	p := newPipeline(t)
+	p := gatewaytest.New(t, gatewaytest.WithDecls(benchDecls))
 	h := func(kv ...string) mcp.Header {
 		hdr := mcp.Header{"content-type": {"application/json"}}
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -158,7 +150,7 @@ func checkToolError(t *testing.T, body []byte, code string) {
 // TestHiddenToolSameRuleBothPhases: a tool the list hides is refused on
 // call, and vice versa, under the default policy.
 func TestHiddenToolSameRuleBothPhases(t *testing.T) {
-	p := newPipeline(t)
+	p := gatewaytest.New(t, gatewaytest.WithDecls(benchDecls))
 	listReq := &gateway.Request{Transport: gateway.TransportProxy, Method: "POST", Path: "/mcp", Upstream: "demo",
 		Header: mcp.Header{"content-type": {"application/json"}, "mcp-protocol-version": {"2026-07-28"}, "mcp-method": {"tools/list"}},
 		Body:   []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + meta2026 + `}}`)}
@@ -199,7 +191,7 @@ func TestHiddenToolSameRuleBothPhases(t *testing.T) {
 }
 
 func TestOriginAndContentTypeDetails(t *testing.T) {
-	p := newPipeline(t)
+	p := gatewaytest.New(t, gatewaytest.WithDecls(benchDecls))
 	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
 	for _, tt := range []struct {
 		name   string
@@ -227,11 +219,7 @@ func TestOriginAndContentTypeDetails(t *testing.T) {
 // arguments would choose a tenant (any case; configured names too; nested
 // keys are data, not arguments), and the default policy refuses the call.
 func TestTenantArgumentsFound(t *testing.T) {
-	eng, err := policy.New(context.Background(), policy.Options{Declarations: benchDecls})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := gateway.New(eng, gateway.Options{Declarations: benchDecls, MaxBodyBytes: 1 << 16, MaxJSONDepth: 16, TenantArguments: []string{"Account"}})
+	p := gatewaytest.New(t, gatewaytest.WithDecls(benchDecls), gatewaytest.With(gateway.Options{TenantArguments: []string{"Account"}}))
 	for args, refused := range map[string]bool{
 		`{"booking_id":"B-1"}`:                      false,
 		`{"booking_id":"B-1","Tenant_ID":"globex"}`: true,
@@ -352,12 +340,8 @@ func (refuseRemote) Load(url string) (any, error) {
 // shows. "Not found" points to a visible finder (find_bookings),
 // never to create_booking; hidden-by-reason refusals name the reason.
 func TestErrorContractEveryRefusal(t *testing.T) {
-	eng, err := policy.New(context.Background(), policy.Options{Declarations: contractDecls})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := gateway.New(eng, gateway.Options{Declarations: contractDecls, MaxBodyBytes: 1 << 16, MaxJSONDepth: 16, MaxSSEEventBytes: 1 << 20,
-		Authenticator: &fakeAuth{}, Catalog: contractCatalog(), ListTTL: time.Second})
+	p := gatewaytest.New(t, gatewaytest.WithDecls(contractDecls), gatewaytest.WithAuth(&fakeAuth{}), gatewaytest.WithCatalog(contractCatalog()),
+		gatewaytest.With(gateway.Options{ListTTL: time.Second}))
 	schemas := listedOutputSchemas(t, p, "other")
 	if len(schemas) != 2 || schemas["get_booking"] == nil || schemas["find_bookings"] == nil {
 		// list_notes is shaped (untrusted_text): its outputSchema is withheld.
@@ -406,8 +390,8 @@ func TestErrorContractEveryRefusal(t *testing.T) {
 	// A decision whose result paths the gateway cannot compile: refused in
 	// the same shape (a Decider double: the real engine refuses such a
 	// decision itself, as invalid_decision, see policy's tests).
-	bad := gateway.New(&fixedDecider{policy.Decision{ID: "d-bad", Allow: true, Effect: policy.EffectRead,
-		Result: &policy.ResultPaths{Drop: []string{"**"}}}}, gateway.Options{Declarations: contractDecls, MaxBodyBytes: 1 << 16, MaxJSONDepth: 16})
+	bad := gatewaytest.New(t, gatewaytest.WithDecls(contractDecls), gatewaytest.WithDecider(&fixedDecider{policy.Decision{ID: "d-bad", Allow: true,
+		Effect: policy.EffectRead, Result: &policy.ResultPaths{Drop: []string{"**"}}}}))
 	x, v := bad.HandleRequest(context.Background(), authReq("POST", "", `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"get_booking","arguments":{},`+meta2026+`}}`,
 		"mcp-protocol-version", "2026-07-28", "mcp-method", "tools/call", "mcp-name", "get_booking"))
 	if v.Local == nil || x.Outcome() != gateway.OutcomeError {
@@ -472,8 +456,8 @@ func TestShapingFollowsTheDecision(t *testing.T) {
 		{"an empty result: nothing shaped", &policy.ResultPaths{}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			p := gateway.New(&fixedDecider{policy.Decision{ID: "d", Allow: true, Effect: policy.EffectRead, Result: c.result}},
-				gateway.Options{Declarations: decls, MaxBodyBytes: 1 << 16, MaxJSONDepth: 16, MaxSSEEventBytes: 1 << 20})
+			p := gatewaytest.New(t, gatewaytest.WithDecls(decls),
+				gatewaytest.WithDecider(&fixedDecider{policy.Decision{ID: "d", Allow: true, Effect: policy.EffectRead, Result: c.result}}))
 			for range 2 { // the second call uses the cached shaper
 				x, v := p.HandleRequest(context.Background(), authReq("POST", "", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_booking","arguments":{},`+meta2026+`}}`,
 					"mcp-protocol-version", "2026-07-28", "mcp-method", "tools/call", "mcp-name", "get_booking"))

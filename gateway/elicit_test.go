@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/gatewaytest"
 	"github.com/mcpgate/mcpgate/internal/sealing"
 	"github.com/mcpgate/mcpgate/ratelimit"
 	"github.com/mcpgate/mcpgate/store"
@@ -72,23 +73,15 @@ const (
 	decline = `{"action":"decline"}`
 )
 
-func newElicitPipeline(t *testing.T, ttl time.Duration) (*gateway.Pipeline, *sealing.Sealer) {
-	t.Helper()
-	ks, err := sealing.GenerateKeySet()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := sealing.NewSealer(ks)
-	p := newWritePipeline(t, writeCatalog(), func(w *gateway.WriteSafety) {
-		w.Sealer = s
-		w.ConfirmTTL = ttl
-	}, nil)
-	return p, s
+// elicitOpts are the write tests' pipeline confirming with sealer s,
+// confirmations living ttl (0: the default).
+func elicitOpts(s *sealing.Sealer, ttl time.Duration) []gatewaytest.Option {
+	return writeOpts(writeCatalog(), gatewaytest.WithWrites(func(w *gateway.WriteSafety) { w.Sealer, w.ConfirmTTL = s, ttl }))
 }
 
 func TestElicitedConfirmation(t *testing.T) {
 	ctx := context.Background()
-	p, _ := newElicitPipeline(t, 0)
+	p := gatewaytest.New(t, elicitOpts(gatewaytest.Sealer(t), 0)...)
 	args := `{"text":"hello customer"}`
 
 	// Without the elicitation capability: the confirm_token preview.
@@ -170,7 +163,7 @@ func TestElicitedConfirmation(t *testing.T) {
 
 func TestElicitedDecline(t *testing.T) {
 	ctx := context.Background()
-	p, _ := newElicitPipeline(t, 0)
+	p := gatewaytest.New(t, elicitOpts(gatewaytest.Sealer(t), 0)...)
 	args := `{"text":"no thanks"}`
 	for _, r := range []string{decline, `{"action":"cancel"}`, `{"action":"accept","content":{"approve":false}}`} {
 		state := askApproval(t, p, elicitCall("good-", "1", "email_customer", args, "", elicitCaps)).Result.RequestState
@@ -193,7 +186,7 @@ func TestElicitedDecline(t *testing.T) {
 // approved call reaches the upstream with them restored, exactly.
 func TestElicitWrapsUpstreamState(t *testing.T) {
 	ctx := context.Background()
-	p, _ := newElicitPipeline(t, 0)
+	p := gatewaytest.New(t, elicitOpts(gatewaytest.Sealer(t), 0)...)
 	args := `{"text":"to the list"}`
 	upstream := `"requestState":"upstream-round-1","inputResponses":{"pick_list":{"action":"accept","content":{"list":"vip"}}},`
 	ir := askApproval(t, p, elicitCall("good-", "1", "email_customer", args, upstream, elicitCaps))
@@ -226,7 +219,8 @@ func TestElicitKeys(t *testing.T) {
 
 	// Rotation: a requestState sealed before keeps opening after a
 	// staged key is promoted.
-	p, s := newElicitPipeline(t, 0)
+	s := gatewaytest.Sealer(t)
+	p := gatewaytest.New(t, elicitOpts(s, 0)...)
 	state := askApproval(t, p, elicitCall("good-", "1", "email_customer", args, "", elicitCaps)).Result.RequestState
 	staged, kid, err := s.Keys().Stage()
 	if err != nil {
@@ -256,7 +250,7 @@ func TestElicitKeys(t *testing.T) {
 func TestElicitExpired(t *testing.T) {
 	ctx := context.Background()
 	// The approval request lives one nanosecond: it is over by the retry.
-	p, _ := newElicitPipeline(t, time.Nanosecond)
+	p := gatewaytest.New(t, elicitOpts(gatewaytest.Sealer(t), time.Nanosecond)...)
 	args := `{"text":"late"}`
 	state := askApproval(t, p, elicitCall("good-", "1", "email_customer", args, "", elicitCaps)).Result.RequestState
 	_, v := p.HandleRequest(ctx, elicitCall("good-", "2", "email_customer", args, retryParams(state, approve), elicitCaps))
@@ -269,7 +263,7 @@ func TestElicitExpired(t *testing.T) {
 // mcpgate's is the upstream's: a silent write carrying one is forwarded
 // untouched.
 func TestElicitUpstreamStatePassesThrough(t *testing.T) {
-	p, _ := newElicitPipeline(t, 0)
+	p := gatewaytest.New(t, elicitOpts(gatewaytest.Sealer(t), 0)...)
 	x, v := p.HandleRequest(context.Background(), elicitCall("good-", "1", "save_note", `{"text":"n"}`, `"requestState":"up-1","inputResponses":{"a":{"action":"accept"}},`, elicitCaps))
 	if v.Local != nil {
 		t.Fatalf("refused: %s", v.Local.Body)
@@ -291,11 +285,11 @@ func TestElicitOutOfBandURL(t *testing.T) {
 		t.Fatal(err)
 	}
 	var actions store.ActionStore
-	p := newWritePipeline(t, writeCatalog(), func(w *gateway.WriteSafety) {
+	p := gatewaytest.New(t, writeOpts(writeCatalog(), gatewaytest.WithWrites(func(w *gateway.WriteSafety) {
 		w.Sealer = sealing.NewSealer(ks)
 		w.ApprovalURL = func(id string) string { return "https://gw.example/approvals/a/" + id }
 		actions = w.Actions
-	}, nil)
+	}))...)
 	const urlCaps = `{"elicitation":{"url":{}}}`
 	args := `{"text":"contract 7"}`
 	_, v := p.HandleRequest(ctx, elicitCall("good-", "1", "sign_contract", args, "", urlCaps))
@@ -354,7 +348,8 @@ func TestElicitedApprovalTakesBuckets(t *testing.T) {
 	}
 	lim := &gateway.Limits{Limiter: ratelimit.NewMemory(0), Buckets: map[string]ratelimit.Limit{
 		"writes": {Rate: 100, Period: time.Hour, Burst: 100}, "notify": {Rate: 1, Period: time.Hour, Burst: 1}}}
-	p := newWritePipeline(t, writeCatalog(), func(w *gateway.WriteSafety) { w.Sealer = sealing.NewSealer(ks) }, lim)
+	p := gatewaytest.New(t, writeOpts(writeCatalog(), gatewaytest.WithLimits(lim),
+		gatewaytest.WithWrites(func(w *gateway.WriteSafety) { w.Sealer = sealing.NewSealer(ks) }))...)
 	for i, text := range []string{"first", "second"} {
 		args := `{"text":"` + text + `"}`
 		ir := askApproval(t, p, elicitCall("good-", "1", "email_customer", args, "", elicitCaps))

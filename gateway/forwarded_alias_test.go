@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/gatewaytest"
 )
 
 // TestUnderscoreCopiesOfSetFields: a client's underscore spelling of a
@@ -14,7 +15,7 @@ import (
 // servers that map header names to variables read X_Forwarded_For as
 // X-Forwarded-For.
 func TestUnderscoreCopiesOfSetFields(t *testing.T) {
-	p := newIdentityPipeline(t, gateway.Options{})
+	p := gatewaytest.New(t, identityOpts(gateway.Options{})...)
 	fields := []string{"x_forwarded_for", "x_forwarded_host", "x_forwarded_proto", "accept_encoding"}
 	var kv []string
 	for _, k := range fields {

@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/gatewaytest"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/gateway/mcp/sse"
-	"github.com/mcpgate/mcpgate/policy"
 )
 
 // FuzzEventRewriterChunks: however the upstream's SSE stream is cut into
@@ -16,11 +16,7 @@ import (
 // bytes are the same as for the stream fed whole, and a hidden tool never
 // gets through.
 func FuzzEventRewriterChunks(f *testing.F) {
-	eng, err := policy.New(context.Background(), policy.Options{Declarations: benchDecls})
-	if err != nil {
-		f.Fatal(err)
-	}
-	p := gateway.New(eng, gateway.Options{Declarations: benchDecls, MaxBodyBytes: 1 << 20, MaxJSONDepth: 32, MaxSSEEventBytes: 1 << 16})
+	p := gatewaytest.New(f, gatewaytest.WithDecls(benchDecls), gatewaytest.With(gateway.Options{MaxBodyBytes: 1 << 20, MaxJSONDepth: 32, MaxSSEEventBytes: 1 << 16}))
 	req := &gateway.Request{Transport: gateway.TransportProxy, Method: "POST", Path: "/mcp", Upstream: "demo",
 		Header: mcp.Header{"content-type": {"application/json"}, "mcp-protocol-version": {"2026-07-28"}, "mcp-method": {"tools/list"}},
 		Body:   []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + meta2026 + `}}`)}

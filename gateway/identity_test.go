@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/gatewaytest"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/policy"
 	"github.com/mcpgate/mcpgate/store"
@@ -40,18 +41,10 @@ func (l *auditLog) add(_ context.Context, r store.AuditRecord) {
 	l.recs = append(l.recs, r)
 }
 
-func newIdentityPipeline(t *testing.T, o gateway.Options) *gateway.Pipeline {
-	t.Helper()
-	eng, err := policy.New(context.Background(), policy.Options{Declarations: benchDecls})
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.Declarations = benchDecls
-	o.MaxBodyBytes, o.MaxJSONDepth, o.MaxSSEEventBytes = 1<<16, 16, 1<<20
-	if o.Authenticator == nil {
-		o.Authenticator = &fakeAuth{}
-	}
-	return gateway.New(eng, o)
+// identityOpts are the identity tests' pipeline: benchDecls, fakeAuth,
+// then the fields o sets.
+func identityOpts(o gateway.Options) []gatewaytest.Option {
+	return []gatewaytest.Option{gatewaytest.WithDecls(benchDecls), gatewaytest.WithAuth(&fakeAuth{}), gatewaytest.With(o)}
 }
 
 var callHeaders = func(tool string) []string {
@@ -62,7 +55,7 @@ const clientMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-
 
 func TestAssertionForwarded(t *testing.T) {
 	ctx := context.Background()
-	p := newIdentityPipeline(t, gateway.Options{Asserter: &recordingAsserter{}, StripHeaders: []string{"x-tenant"}})
+	p := gatewaytest.New(t, identityOpts(gateway.Options{Asserter: &recordingAsserter{}, StripHeaders: []string{"x-tenant"}})...)
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_booking","arguments":{},` + clientMeta + `}}`
 	_, v := p.HandleRequest(ctx, authReq("POST", "good-bookings:read", body,
 		append(callHeaders("get_booking"), gateway.AssertionHeader, "forged", "x-tenant", "acme")...))
@@ -80,11 +73,7 @@ func TestAssertionForwarded(t *testing.T) {
 }
 
 func TestClientAssertionStrippedWithoutAuth(t *testing.T) {
-	eng, err := policy.New(context.Background(), policy.Options{Declarations: benchDecls})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := gateway.New(eng, gateway.Options{Declarations: benchDecls, MaxBodyBytes: 1 << 16, MaxJSONDepth: 16, MaxSSEEventBytes: 1 << 20})
+	p := gatewaytest.New(t, gatewaytest.WithDecls(benchDecls))
 	_, v := p.HandleRequest(context.Background(), authReq("POST", "", callBody("1", "get_booking"),
 		append(callHeaders("get_booking"), gateway.AssertionHeader, "forged")...))
 	if v.Local != nil {
@@ -96,7 +85,7 @@ func TestClientAssertionStrippedWithoutAuth(t *testing.T) {
 }
 
 func TestAssertionFailureIs503(t *testing.T) {
-	p := newIdentityPipeline(t, gateway.Options{Asserter: &recordingAsserter{err: errors.New("no key")}})
+	p := gatewaytest.New(t, identityOpts(gateway.Options{Asserter: &recordingAsserter{err: errors.New("no key")}})...)
 	x, v := p.HandleRequest(context.Background(), authReq("POST", "good-bookings:read", callBody("1", "get_booking"), callHeaders("get_booking")...))
 	if v.Local == nil || v.Local.Status != 503 || v.Local.Header.Get("retry-after") == "" {
 		t.Fatalf("%+v", v.Local)
@@ -107,7 +96,7 @@ func TestAssertionFailureIs503(t *testing.T) {
 }
 
 func TestAuthUnavailableHasRetryAfter(t *testing.T) {
-	p := newIdentityPipeline(t, gateway.Options{})
+	p := gatewaytest.New(t, identityOpts(gateway.Options{})...)
 	_, v := p.HandleRequest(context.Background(), authReq("POST", "down", callBody("1", "get_booking"), callHeaders("get_booking")...))
 	if v.Local == nil || v.Local.Status != 503 || v.Local.Header.Get("retry-after") != gateway.RetryAfterSeconds {
 		t.Fatalf("%+v", v.Local)
@@ -116,7 +105,7 @@ func TestAuthUnavailableHasRetryAfter(t *testing.T) {
 
 func TestJWKSServed(t *testing.T) {
 	doc := []byte(`{"keys":[]}`)
-	p := newIdentityPipeline(t, gateway.Options{JWKS: func() []byte { return doc }})
+	p := gatewaytest.New(t, identityOpts(gateway.Options{JWKS: func() []byte { return doc }})...)
 	if !p.AnswersPath(gateway.JWKSPath) {
 		t.Fatal("AnswersPath false")
 	}
@@ -129,7 +118,7 @@ func TestJWKSServed(t *testing.T) {
 	if _, v := p.HandleRequest(context.Background(), r); v.Local == nil || v.Local.Status != 405 {
 		t.Fatalf("POST: %+v", v.Local)
 	}
-	if newIdentityPipeline(t, gateway.Options{}).AnswersPath(gateway.JWKSPath) {
+	if gatewaytest.New(t, identityOpts(gateway.Options{})...).AnswersPath(gateway.JWKSPath) {
 		t.Error("served without keys")
 	}
 }
@@ -141,7 +130,7 @@ func TestSessionBinding(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	p := newIdentityPipeline(t, gateway.Options{Sessions: st})
+	p := gatewaytest.New(t, identityOpts(gateway.Options{Sessions: st})...)
 	const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`
 	x, v := p.HandleRequest(ctx, authReq("POST", "good-bookings:read", initialize))
 	if v.Local != nil {
@@ -213,7 +202,7 @@ func TestSessionBinding(t *testing.T) {
 func TestAuditOfToolCalls(t *testing.T) {
 	ctx := context.Background()
 	var log auditLog
-	p := newIdentityPipeline(t, gateway.Options{Audit: log.add})
+	p := gatewaytest.New(t, identityOpts(gateway.Options{Audit: log.add})...)
 	body := func(tool string) string {
 		return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":{"notes":"secret argument"},` + clientMeta + `}}`
 	}
@@ -265,7 +254,7 @@ func TestFilteredListIsPrivate(t *testing.T) {
 		}
 		return string(out)
 	}
-	p := newIdentityPipeline(t, gateway.Options{})
+	p := gatewaytest.New(t, identityOpts(gateway.Options{})...)
 	tools := `[{"name":"get_booking","inputSchema":{"type":"object"}}]`
 	for _, tt := range []struct{ result, want string }{
 		{`{"tools":` + tools + `,"cacheScope":"public","ttlMs":60000}`, `{"tools":` + tools + `,"cacheScope":"private","ttlMs":60000}`},
@@ -277,11 +266,7 @@ func TestFilteredListIsPrivate(t *testing.T) {
 		}
 	}
 	// Without authentication the list is everyone's: left as it is.
-	eng, err := policy.New(ctx, policy.Options{Declarations: benchDecls})
-	if err != nil {
-		t.Fatal(err)
-	}
-	anon := gateway.New(eng, gateway.Options{Declarations: benchDecls, MaxBodyBytes: 1 << 16, MaxJSONDepth: 16, MaxSSEEventBytes: 1 << 20})
+	anon := gatewaytest.New(t, gatewaytest.WithDecls(benchDecls))
 	in := `{"tools":` + tools + `,"cacheScope":"public"}`
 	if got := answer(anon, "", in); got != `{"jsonrpc":"2.0","id":1,"result":`+in+`}` {
 		t.Errorf("anonymous list changed: %s", got)
@@ -289,7 +274,7 @@ func TestFilteredListIsPrivate(t *testing.T) {
 }
 
 func TestUnderscoreAliasesStripped(t *testing.T) {
-	p := newIdentityPipeline(t, gateway.Options{Asserter: &recordingAsserter{}, StripHeaders: []string{"x-tenant"}})
+	p := gatewaytest.New(t, identityOpts(gateway.Options{Asserter: &recordingAsserter{}, StripHeaders: []string{"x-tenant"}})...)
 	_, v := p.HandleRequest(context.Background(), authReq("POST", "good-bookings:read", callBody("1", "get_booking"),
 		append(callHeaders("get_booking"), "mcpgate_assertion", "forged", "x_tenant", "globex", "x_other", "kept", "cookie_", "c")...))
 	if v.Local != nil {
@@ -308,7 +293,7 @@ func TestUnderscoreAliasesStripped(t *testing.T) {
 }
 
 func TestTenantInQueryRefused(t *testing.T) {
-	p := newIdentityPipeline(t, gateway.Options{TenantArguments: []string{"account"}})
+	p := gatewaytest.New(t, identityOpts(gateway.Options{TenantArguments: []string{"account"}})...)
 	for q, refused := range map[string]bool{
 		"tenant=globex":              true,
 		"a=1&Tenant_Id=globex":       true,
@@ -347,7 +332,7 @@ func TestTenantInQueryRefused(t *testing.T) {
 // carried mcpgate's assertion is the gateway's configuration problem, not
 // the client's credential: the exchange fails (the adapters answer 502).
 func TestUpstreamRefusingTheAssertion(t *testing.T) {
-	p := newIdentityPipeline(t, gateway.Options{Asserter: &recordingAsserter{}})
+	p := gatewaytest.New(t, identityOpts(gateway.Options{Asserter: &recordingAsserter{}})...)
 	x, v := p.HandleRequest(context.Background(), authReq("POST", "good-bookings:read", callBody("1", "get_booking"), callHeaders("get_booking")...))
 	if v.Local != nil {
 		t.Fatal(v.Local.Status)
@@ -356,7 +341,7 @@ func TestUpstreamRefusingTheAssertion(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	// Without an assertion an upstream's 401 is its own business.
-	q := newIdentityPipeline(t, gateway.Options{})
+	q := gatewaytest.New(t, identityOpts(gateway.Options{})...)
 	x, _ = q.HandleRequest(context.Background(), authReq("POST", "good-bookings:read", callBody("1", "get_booking"), callHeaders("get_booking")...))
 	if _, err := x.ResponseHeaders(401, mcp.Header{"content-type": {"application/json"}}); err != nil {
 		t.Fatalf("err = %v", err)
@@ -368,7 +353,7 @@ func TestUpstreamRefusingTheAssertion(t *testing.T) {
 // recorded as allowed.
 func TestAuditOnlyForwardedCallsAsAllowed(t *testing.T) {
 	var log auditLog
-	p := newIdentityPipeline(t, gateway.Options{Audit: log.add, Asserter: &recordingAsserter{err: errors.New("no key")}})
+	p := gatewaytest.New(t, identityOpts(gateway.Options{Audit: log.add, Asserter: &recordingAsserter{err: errors.New("no key")}})...)
 	_, v := p.HandleRequest(context.Background(), authReq("POST", "good-bookings:write", callBody("1", "create_booking"), callHeaders("create_booking")...))
 	if v.Local == nil || v.Local.Status != 503 {
 		t.Fatalf("%+v", v.Local)

@@ -11,9 +11,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/gatewaytest"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/internal/killswitch"
-	"github.com/mcpgate/mcpgate/policy"
 	"github.com/mcpgate/mcpgate/store"
 	"github.com/mcpgate/mcpgate/store/boltstore"
 )
@@ -38,15 +38,11 @@ func newKSEnv(t *testing.T) *ksEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := policy.New(context.Background(), policy.Options{Declarations: benchDecls})
-	if err != nil {
-		t.Fatal(err)
-	}
 	reg := prometheus.NewRegistry()
-	p := gateway.New(eng, gateway.Options{Declarations: benchDecls, MaxBodyBytes: 1 << 16, MaxJSONDepth: 16, MaxSSEEventBytes: 1 << 20,
-		Authenticator: &fakeAuth{}, Switches: w, Metrics: gateway.NewMetrics(reg),
-		JWKS:             func() []byte { return []byte(`{"keys":[]}`) },
-		ResourceMetadata: gateway.StaticMetadata(map[string][]byte{"/.well-known/oauth-protected-resource/mcp": prm})})
+	p := gatewaytest.New(t, gatewaytest.WithDecls(benchDecls), gatewaytest.WithAuth(&fakeAuth{}), gatewaytest.WithMetrics(reg),
+		gatewaytest.With(gateway.Options{Switches: w,
+			JWKS:             func() []byte { return []byte(`{"keys":[]}`) },
+			ResourceMetadata: gateway.StaticMetadata(map[string][]byte{"/.well-known/oauth-protected-resource/mcp": prm})}))
 	return &ksEnv{p: p, w: w, reg: reg}
 }
 
@@ -259,11 +255,7 @@ func TestKillSwitchStream(t *testing.T) {
 	}
 
 	// Without switches the adapters' hooks do nothing.
-	eng, err := policy.New(ctx, policy.Options{Declarations: benchDecls})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plain := gateway.New(eng, gateway.Options{Declarations: benchDecls, MaxBodyBytes: 1 << 16, MaxJSONDepth: 16, MaxSSEEventBytes: 1 << 20})
+	plain := gatewaytest.New(t, gatewaytest.WithDecls(benchDecls))
 	px, _ := plain.HandleRequest(ctx, authReq("POST", "", ksListReq, ksListCall...))
 	if got := px.KillableStream(gateway.PassThrough, sseHdr); got != gateway.PassThrough {
 		t.Errorf("without switches: KillableStream = %v", got)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/gatewaytest"
 	"github.com/mcpgate/mcpgate/ratelimit"
 )
 
@@ -22,7 +23,7 @@ func TestLoopBrakeLazyKey(t *testing.T) {
 		Buckets:   map[string]ratelimit.Limit{"reads": {Rate: 1000, Period: time.Minute, Burst: 1000}, "writes": {Rate: 1000, Period: time.Minute, Burst: 1000}},
 		LoopBrake: 3,
 	}
-	p := newWritePipeline(t, writeCatalog(), nil, lim)
+	p := gatewaytest.New(t, writeOpts(writeCatalog(), gatewaytest.WithLimits(lim))...)
 	ok := `{"jsonrpc":"2.0","id":1,"result":{"content":[],"structuredContent":{"id":"N-1"}}}`
 	fail := `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"Error: no"}],"isError":true}}`
 	call := func(id string) *gateway.Exchange {

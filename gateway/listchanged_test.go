@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/gatewaytest"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/policy"
 )
@@ -53,8 +54,7 @@ func listChangedPipeline(t *testing.T) (*gateway.Pipeline, *mutableCatalog, *pri
 	auth := &principalAuth{principals: map[string]policy.Principal{
 		"alice": {Authenticated: true, Tenant: "acme", Subject: "alice", Rights: everyRight, CredentialKind: policy.CredentialGatewayToken, Connection: "tok_a"},
 	}}
-	p := gateway.New(mustEngineWith(t, catalogDecls), gateway.Options{Declarations: catalogDecls, MaxBodyBytes: 1 << 16, MaxJSONDepth: 16,
-		MaxSSEEventBytes: 1 << 20, Authenticator: auth, Catalog: cat})
+	p := gatewaytest.New(t, gatewaytest.WithDecls(catalogDecls), gatewaytest.WithAuth(auth), gatewaytest.WithCatalog(cat))
 	return p, cat, auth
 }
 

@@ -12,6 +12,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/gatewaytest"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/policy"
 )
@@ -47,7 +48,7 @@ func exchangeRequest(token string, body []byte) *gateway.Request {
 func TestCatalogLookedUpOncePerRequest(t *testing.T) {
 	ctx := context.Background()
 	cat := &countingCatalog{staticCatalog: exchangeCatalog()}
-	p := newExchangePipelineWith(t, cat, prometheus.NewRegistry())
+	p := gatewaytest.New(t, exchangeOpts(cat, nil)...)
 	x, v := p.HandleRequest(ctx, exchangeRequest("good-status:read", []byte(exchangeCall)))
 	if v.Local != nil {
 		t.Fatalf("refused: %s", v.Local.Body)
@@ -60,7 +61,7 @@ func TestCatalogLookedUpOncePerRequest(t *testing.T) {
 	// refused.
 	changed := &countingCatalog{staticCatalog: exchangeCatalog()}
 	changed.staticCatalog.tools[0].State = policy.CatalogChanged
-	cp := newExchangePipelineWith(t, changed, prometheus.NewRegistry())
+	cp := gatewaytest.New(t, exchangeOpts(changed, nil)...)
 	if _, v := cp.HandleRequest(ctx, exchangeRequest("good-status:read", []byte(exchangeCall))); v.Local == nil || !strings.Contains(string(v.Local.Body), `"isError":true`) {
 		t.Fatalf("a changed tool was not refused: %+v", v)
 	} else if tool := changed.tool.Load(); tool != 1 {
@@ -123,7 +124,7 @@ func requestSeries(t *testing.T, reg *prometheus.Registry, transport, method, ou
 func TestRequestMetricsPerLabelSet(t *testing.T) {
 	ctx := context.Background()
 	reg := prometheus.NewRegistry()
-	p := newExchangePipelineWith(t, exchangeCatalog(), reg)
+	p := gatewaytest.New(t, exchangeOpts(exchangeCatalog(), reg)...)
 	for range 3 {
 		x, v := p.HandleRequest(ctx, exchangeRequest("good-status:read", []byte(exchangeCall)))
 		if v.Local != nil {
@@ -179,11 +180,7 @@ func TestResultShapingFollowsEachDecision(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "policy.rego"), []byte(resultKeepPolicy), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	eng, err := policy.New(ctx, policy.Options{Dirs: []string{dir}, Declarations: exchangeDecls})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := gateway.New(eng, gateway.Options{Declarations: exchangeDecls, MaxBodyBytes: 1 << 16, MaxJSONDepth: 16, MaxSSEEventBytes: 1 << 20})
+	p := gatewaytest.New(t, gatewaytest.WithDecls(exchangeDecls), gatewaytest.WithPolicyDirs(dir))
 	for _, keep := range []string{"service", "state", "service", "region", "state"} {
 		call := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"get_status","arguments":{"keep":"` + keep + `"},` + meta2026 + `}}`
 		req := exchangeRequest("", []byte(call))

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/gatewaytest"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/gateway/routes"
 	"github.com/mcpgate/mcpgate/policy"
@@ -51,9 +52,8 @@ func resourcePipeline(t *testing.T) *gateway.Pipeline {
 	auth := &principalAuth{principals: map[string]policy.Principal{
 		"acme": {Authenticated: true, Tenant: "acme", Subject: "alice", Rights: everyRight, CredentialKind: policy.CredentialGatewayToken, Connection: "tok_a"},
 	}}
-	eng := mustEngineWith(t, catalogDecls)
-	return gateway.New(eng, gateway.Options{Declarations: catalogDecls, MaxBodyBytes: 1 << 16, MaxJSONDepth: 16, MaxSSEEventBytes: 1 << 20,
-		Authenticator: auth, ResourceTenants: map[string][]string{"demo": {"crm://{tenant}/**"}}})
+	return gatewaytest.New(t, gatewaytest.WithDecls(catalogDecls), gatewaytest.WithAuth(auth),
+		gatewaytest.With(gateway.Options{ResourceTenants: map[string][]string{"demo": {"crm://{tenant}/**"}}}))
 }
 
 func rpcRequest(method, params string) *gateway.Request {

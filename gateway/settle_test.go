@@ -6,11 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/gatewaytest"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
-	"github.com/mcpgate/mcpgate/policy"
 	"github.com/mcpgate/mcpgate/ratelimit"
 )
 
@@ -37,15 +35,11 @@ func TestLoopBrakeFollowsShapedIsError(t *testing.T) {
 		{"unchanged error", []string{"password"}, `{"content":[],"structuredContent":{"service":"db"},"isError":true}`, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			eng, err := policy.New(ctx, policy.Options{Declarations: exchangeDecls})
-			if err != nil {
-				t.Fatal(err)
-			}
 			lim := &gateway.Limits{Limiter: ratelimit.NewMemory(0), Buckets: map[string]ratelimit.Limit{
 				"reads": {Rate: 1000, Period: time.Minute, Burst: 1000}}, LoopBrake: 3}
-			p := gateway.New(eng, gateway.Options{Declarations: exchangeDecls, MaxBodyBytes: 1 << 20, MaxJSONDepth: 64, MaxSSEEventBytes: 1 << 20,
-				Authenticator: &fakeAuth{}, Catalog: exchangeCatalog(), Limits: lim, SecretNames: c.secrets,
-				Metrics: gateway.NewMetrics(prometheus.NewRegistry())})
+			p := gatewaytest.New(t, gatewaytest.WithDecls(exchangeDecls), gatewaytest.WithAuth(&fakeAuth{}), gatewaytest.WithCatalog(exchangeCatalog()),
+				gatewaytest.WithLimits(lim), gatewaytest.WithMetrics(nil),
+				gatewaytest.With(gateway.Options{MaxBodyBytes: 1 << 20, MaxJSONDepth: 64, SecretNames: c.secrets}))
 			answer := []byte(`{"jsonrpc":"2.0","id":7,"result":` + c.result + `}`)
 			for i := range 2 {
 				x, v := p.HandleRequest(ctx, exchangeRequest("good-status:read", []byte(exchangeCall)))

@@ -4,17 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/gatewaytest"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/gateway/shape"
 	"github.com/mcpgate/mcpgate/policy"
 	"github.com/mcpgate/mcpgate/store"
-	"github.com/mcpgate/mcpgate/store/boltstore"
 )
 
 // The task tests run the real pipeline with the real policy engine and the
@@ -34,23 +33,11 @@ var taskDecls = map[string]map[string]policy.ToolDeclaration{
 		UntrustedText: []string{"note"}, ResultFields: []string{"id", "note"}}},
 }
 
-func newTaskPipeline(t *testing.T, enabled bool, extensions ...string) (*gateway.Pipeline, store.TaskStore) {
-	t.Helper()
-	eng, err := policy.New(context.Background(), policy.Options{Declarations: taskDecls})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := boltstore.Open(filepath.Join(t.TempDir(), "s.db"), boltstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	o := gateway.Options{Declarations: taskDecls, MaxBodyBytes: 1 << 16, MaxJSONDepth: 32, MaxSSEEventBytes: 1 << 20,
-		Authenticator: &fakeAuth{}, Extensions: extensions}
-	if enabled {
-		o.Tasks = gateway.TaskOptions{Enabled: true, Store: st, MaxTTL: time.Hour}
-	}
-	return gateway.New(eng, o), st
+// taskOpts are the task tests' pipeline: taskDecls, fakeAuth, nesting up
+// to 32 levels, then more.
+func taskOpts(more ...gatewaytest.Option) []gatewaytest.Option {
+	return append([]gatewaytest.Option{gatewaytest.WithDecls(taskDecls), gatewaytest.WithAuth(&fakeAuth{}),
+		gatewaytest.With(gateway.Options{MaxJSONDepth: 32})}, more...)
 }
 
 // taskReq is a 2025-11-25 request (the revision with tasks in the core).
@@ -117,7 +104,7 @@ func taskRPCErr(t *testing.T, body []byte) (code int, detailsCode, message strin
 }
 
 func TestTasksOff(t *testing.T) {
-	p, _ := newTaskPipeline(t, false)
+	p := gatewaytest.New(t, taskOpts()...)
 	ctx := context.Background()
 
 	t.Run("tools/call with task: a tool error telling the model to call without task", func(t *testing.T) {
@@ -167,7 +154,8 @@ func TestTasksOff(t *testing.T) {
 }
 
 func TestTasksOn(t *testing.T) {
-	p, st := newTaskPipeline(t, true)
+	st := gatewaytest.Store(t)
+	p := gatewaytest.New(t, taskOpts(gatewaytest.WithStore(st), gatewaytest.WithTasks(time.Hour))...)
 	ctx := context.Background()
 
 	// A starts a task; the upstream answers with a handle whose status
@@ -320,7 +308,7 @@ func TestTasksOn(t *testing.T) {
 }
 
 func TestExtensionsStripped(t *testing.T) {
-	p, _ := newTaskPipeline(t, false, "io.modelcontextprotocol/ui")
+	p := gatewaytest.New(t, taskOpts(gatewaytest.With(gateway.Options{Extensions: []string{"io.modelcontextprotocol/ui"}}))...)
 	ctx := context.Background()
 
 	t.Run("initialize: the client's unhandled extensions, experimental and tasks are removed", func(t *testing.T) {

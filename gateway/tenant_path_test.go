@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/gatewaytest"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/policy"
 )
@@ -34,7 +35,7 @@ func (a *tenantAuth) Authenticate(ctx context.Context, r *gateway.Request) (*pol
 // an exact route has none.
 func TestTenantReachesPolicyInput(t *testing.T) {
 	d := &recordingDecider{}
-	p := gateway.New(d, gateway.Options{Declarations: benchDecls, MaxBodyBytes: 1 << 16, MaxJSONDepth: 16, Authenticator: &tenantAuth{}})
+	p := gatewaytest.New(t, gatewaytest.WithDecls(benchDecls), gatewaytest.WithDecider(d), gatewaytest.WithAuth(&tenantAuth{}))
 	r := authReq("POST", "good-bookings:read", callBody("1", "get_booking"), callHeaders("get_booking")...)
 	r.Path, r.Tenant = "/t/acme/mcp", "acme"
 	if _, v := p.HandleRequest(context.Background(), r); v.Local != nil {
@@ -65,8 +66,8 @@ func TestMetadataLookup(t *testing.T) {
 		}
 		return []byte(`{"resource":"https://gw/t/` + strings.TrimSuffix(tenant, "/mcp") + `/mcp"}`), true
 	}
-	p := gateway.New(&recordingDecider{}, gateway.Options{Declarations: benchDecls, MaxBodyBytes: 1 << 16, MaxJSONDepth: 16,
-		Authenticator: &fakeAuth{}, ResourceMetadata: lookup})
+	p := gatewaytest.New(t, gatewaytest.WithDecls(benchDecls), gatewaytest.WithDecider(&recordingDecider{}), gatewaytest.WithAuth(&fakeAuth{}),
+		gatewaytest.With(gateway.Options{ResourceMetadata: lookup}))
 	if !p.AnswersPath("/.well-known/oauth-protected-resource/t/acme/mcp") || p.AnswersPath("/t/acme/mcp") {
 		t.Error("AnswersPath")
 	}
@@ -79,7 +80,7 @@ func TestMetadataLookup(t *testing.T) {
 		t.Error("lookup not asked")
 	}
 	// Without a lookup nothing is served.
-	q := gateway.New(&recordingDecider{}, gateway.Options{Declarations: benchDecls, MaxBodyBytes: 1 << 16, MaxJSONDepth: 16, Authenticator: &fakeAuth{}})
+	q := gatewaytest.New(t, gatewaytest.WithDecls(benchDecls), gatewaytest.WithDecider(&recordingDecider{}), gatewaytest.WithAuth(&fakeAuth{}))
 	if q.AnswersPath("/.well-known/oauth-protected-resource/t/acme/mcp") {
 		t.Error("AnswersPath without a lookup")
 	}

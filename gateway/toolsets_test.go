@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/gatewaytest"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/policy"
 )
@@ -59,18 +60,8 @@ func toolsetPipeline(t *testing.T) *gateway.Pipeline {
 		auth.set(key, policy.Principal{Authenticated: true, Tenant: "acme", Subject: "alice", Rights: everyRight,
 			CredentialKind: policy.CredentialGatewayToken, CredentialID: "tok_" + key, Connection: "tok_" + key, Toolset: set})
 	}
-	eng := mustEngineWith(t, catalogDecls)
-	return gateway.New(eng, gateway.Options{Declarations: catalogDecls, MaxBodyBytes: 1 << 16, MaxJSONDepth: 16, MaxSSEEventBytes: 1 << 20,
-		Authenticator: auth, Catalog: toolsetCatalog(), Toolsets: ts})
-}
-
-func mustEngineWith(t *testing.T, decls map[string]map[string]policy.ToolDeclaration) *policy.Engine {
-	t.Helper()
-	eng, err := policy.New(context.Background(), policy.Options{Declarations: decls})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return eng
+	return gatewaytest.New(t, gatewaytest.WithDecls(catalogDecls), gatewaytest.WithAuth(auth), gatewaytest.WithCatalog(toolsetCatalog()),
+		gatewaytest.With(gateway.Options{Toolsets: ts}))
 }
 
 func toolsetCatalog() *staticCatalog {

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/gatewaytest"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/policy"
 )
@@ -24,15 +25,10 @@ const (
 // Rego) with the SDK's in-memory span recorder behind its tracer.
 func tracedPipeline(t testing.TB) (*gateway.Pipeline, *tracetest.SpanRecorder) {
 	t.Helper()
-	eng, err := policy.New(context.Background(), policy.Options{Declarations: benchDecls})
-	if err != nil {
-		t.Fatal(err)
-	}
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	p := gateway.New(eng, gateway.Options{Declarations: benchDecls, MaxBodyBytes: 4 << 20, MaxJSONDepth: 64, MaxSSEEventBytes: 16 << 20,
-		Tracer: tp.Tracer("test")})
+	p := gatewaytest.New(t, gatewaytest.WithDecls(benchDecls), benchBounds, gatewaytest.With(gateway.Options{Tracer: tp.Tracer("test")}))
 	return p, rec
 }
 
@@ -182,11 +178,7 @@ func TestTraceUnsampledCaller(t *testing.T) {
 // TestNoTracerNoTraceparent: without a tracer the verdict adds no trace
 // context (a caller's own traceparent passes as it came).
 func TestNoTracerNoTraceparent(t *testing.T) {
-	eng, err := policy.New(context.Background(), policy.Options{Declarations: benchDecls})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := gateway.New(eng, gateway.Options{Declarations: benchDecls, MaxBodyBytes: 4 << 20, MaxJSONDepth: 64})
+	p := gatewaytest.New(t, gatewaytest.WithDecls(benchDecls), benchBounds)
 	x, v := p.HandleRequest(context.Background(), &gateway.Request{Transport: gateway.TransportProxy, Method: "POST", Path: "/mcp", Upstream: "demo",
 		Header: callHeader("create_booking", "00-"+testTrace+"-"+testSpan+"-01"), Body: []byte(benchBody)})
 	if v.Local != nil {
@@ -202,12 +194,8 @@ func TestNoTracerNoTraceparent(t *testing.T) {
 // request sampled and recorded in memory: the cost of tracing on.
 // Spans go to no processor, so memory stays flat however long it runs.
 func BenchmarkHandleToolsCallTraced(b *testing.B) {
-	eng, err := policy.New(context.Background(), policy.Options{Declarations: benchDecls})
-	if err != nil {
-		b.Fatal(err)
-	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
-	p := gateway.New(eng, gateway.Options{Declarations: benchDecls, MaxBodyBytes: 4 << 20, MaxJSONDepth: 64, Tracer: tp.Tracer("bench")})
+	p := gatewaytest.New(b, gatewaytest.WithDecls(benchDecls), benchBounds, gatewaytest.With(gateway.Options{Tracer: tp.Tracer("bench")}))
 	hdr := callHeader("create_booking", "")
 	body := []byte(benchBody)
 	ctx := context.Background()

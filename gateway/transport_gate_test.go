@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/gatewaytest"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 )
 
@@ -35,7 +36,7 @@ func gateReq(kv ...string) *gateway.Request {
 // spelling of it is refused with 400 for the body's id, and nothing is
 // forwarded.
 func TestSingleValuedHeaders(t *testing.T) {
-	p := newIdentityPipeline(t, gateway.Options{TenantHeader: "x-tenant", StripHeaders: []string{"x-tenant"}})
+	p := gatewaytest.New(t, identityOpts(gateway.Options{TenantHeader: "x-tenant", StripHeaders: []string{"x-tenant"}})...)
 	type want struct {
 		code int    // JSON-RPC error code; 0: not refused by the gate
 		part string // substring of the message
@@ -104,7 +105,7 @@ func TestSingleValuedHeaders(t *testing.T) {
 // scheme with parameters (forwarded as is without authentication) — pass
 // the gate when sent once.
 func TestSingleValuedHeadersAllowed(t *testing.T) {
-	eng := newIdentityPipeline(t, gateway.Options{})
+	eng := gatewaytest.New(t, identityOpts(gateway.Options{})...)
 	read := `{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":"file:///a,b.txt",` + meta2026 + `}}`
 	r := &gateway.Request{Transport: gateway.TransportProxy, Method: "POST", Path: "/mcp", Upstream: "demo", Body: []byte(read),
 		Header: mcp.Header{"content-type": {"application/json"}, "authorization": {"Bearer good-bookings:read"},
@@ -120,7 +121,7 @@ func TestSingleValuedHeadersAllowed(t *testing.T) {
 		t.Errorf("joined Mcp-Name: %+v", v.Local)
 	}
 
-	open := gateway.New(&recordingDecider{}, gateway.Options{MaxBodyBytes: 1 << 16, MaxJSONDepth: 16})
+	open := gatewaytest.New(t, gatewaytest.WithDecider(&recordingDecider{}))
 	r3 := gateReq()
 	r3.Header.Set("authorization", `Digest username="a", realm="b", nonce="c"`)
 	if _, v := open.HandleRequest(context.Background(), r3); v.Local != nil {
@@ -131,7 +132,7 @@ func TestSingleValuedHeadersAllowed(t *testing.T) {
 // TestGateRefusalIDs: the gate's refusal carries the id of a request body
 // (also gzip-encoded), null without one, and no body for a notification.
 func TestGateRefusalIDs(t *testing.T) {
-	p := newIdentityPipeline(t, gateway.Options{})
+	p := gatewaytest.New(t, identityOpts(gateway.Options{})...)
 	gz := gateReq("mcp-session-id", "a", "mcp-session-id", "b")
 	gz.Header.Set("content-encoding", "gzip")
 	gz.Body = gzipBytes(t, gz.Body)
@@ -166,7 +167,7 @@ func TestGateRefusalIDs(t *testing.T) {
 // request replace the client's copies: the assertion is removed (also in
 // its underscore spelling), Accept-Encoding overwritten.
 func TestClientCopiesOfGatewayHeaders(t *testing.T) {
-	p := newIdentityPipeline(t, gateway.Options{Asserter: &recordingAsserter{}})
+	p := gatewaytest.New(t, identityOpts(gateway.Options{Asserter: &recordingAsserter{}})...)
 	_, v := p.HandleRequest(context.Background(), gateReq("mcpgate-assertion", "forged", "mcpgate_assertion", "forged", "accept-encoding", "gzip"))
 	if v.Local != nil {
 		t.Fatalf("refused: %d %s", v.Local.Status, v.Local.Body)
@@ -188,7 +189,7 @@ func TestClientCopiesOfGatewayHeaders(t *testing.T) {
 // multi-byte character, never inside it (the message is valid UTF-8 and
 // holds no U+FFFD).
 func TestOriginEchoCutOnRunes(t *testing.T) {
-	p := newIdentityPipeline(t, gateway.Options{})
+	p := gatewaytest.New(t, identityOpts(gateway.Options{})...)
 	for _, n := range []int{54, 55, 56, 72} { // "https://" + n letters: é across the cut
 		origin := "https://" + strings.Repeat("a", n) + "é" + strings.Repeat("b", 30) + ".example"
 		_, v := p.HandleRequest(context.Background(), gateReq("origin", origin))
@@ -239,7 +240,7 @@ func FuzzHeaderGate(f *testing.F) {
 	} {
 		f.Add(s[0], s[1], s[2], s[3])
 	}
-	eng := gateway.New(&recordingDecider{}, gateway.Options{MaxBodyBytes: 1 << 16, MaxJSONDepth: 16, TenantHeader: "x-tenant"})
+	eng := gatewaytest.New(f, gatewaytest.WithDecider(&recordingDecider{}), gatewaytest.With(gateway.Options{TenantHeader: "x-tenant"}))
 	bound := []string{"origin", "authorization", "mcp-session-id", "mcp-protocol-version", "mcp-method", "mcp-name", "x-tenant"}
 	f.Fuzz(func(t *testing.T, k1, v1, k2, v2 string) {
 		r := gateReq(strings.ToLower(k1), v1, strings.ToLower(k2), v2)

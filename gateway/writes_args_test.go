@@ -9,6 +9,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/gatewaytest"
 )
 
 // toolCallWith is toolCall with further params members (each
@@ -38,7 +39,7 @@ func TestConfirmSummaryShowsForwardedArguments(t *testing.T) {
 	ctx := context.Background()
 	cat := writeCatalog()
 	cat.tools[2].InputSchema = jsontext.Value(`{"type":"object","properties":{"text":{"type":"string"},"n":{"type":"integer"},"x":{"type":"number"},"z":{"type":"number"}}}`)
-	p := newWritePipeline(t, cat, nil, nil)
+	p := gatewaytest.New(t, writeOpts(cat)...)
 	_, v := p.HandleRequest(ctx, toolCall("1", "email_customer", `{"z":-0, "x":"1E2","text":"hi","n":"9007199254740993"}`))
 	token, summary := previewOf(t, v)
 	const want = `{"n":9007199254740993,"text":"hi","x":1E2,"z":-0}`
@@ -62,12 +63,12 @@ func TestConfirmSummaryShowsForwardedArguments(t *testing.T) {
 	var shared *gateway.WriteSafety
 	cat1 := writeCatalog()
 	cat1.tools[2].InputSchema = jsontext.Value(`{"type":"object","properties":{"n":{"type":"string"}}}`)
-	p1 := newWritePipeline(t, cat1, func(w *gateway.WriteSafety) { shared = w }, nil)
+	p1 := gatewaytest.New(t, writeOpts(cat1, gatewaytest.WithWrites(func(w *gateway.WriteSafety) { shared = w }))...)
 	_, v = p1.HandleRequest(ctx, toolCall("3", "email_customer", `{"n":"5"}`))
 	token, summary = previewOf(t, v)
 	cat2 := writeCatalog()
 	cat2.tools[2].InputSchema = jsontext.Value(`{"type":"object","properties":{"n":{"type":"integer"}}}`)
-	p2 := newWritePipeline(t, cat2, func(w *gateway.WriteSafety) { *w = *shared }, nil)
+	p2 := gatewaytest.New(t, writeOpts(cat2, gatewaytest.WithWrites(func(w *gateway.WriteSafety) { *w = *shared }))...)
 	_, v = p2.HandleRequest(ctx, toolCall("4", "confirm_action", confirmArgs(token, summary)))
 	if a := decodeAnswer(t, v); code(t, a) != "arguments_changed" {
 		t.Errorf("confirmation with rewritten arguments: %s", v.Local.Body)
@@ -81,7 +82,7 @@ func TestReplayFingerprintCoversArgumentsOnly(t *testing.T) {
 	ctx := context.Background()
 	cat := writeCatalog()
 	cat.tools[0].InputSchema = jsontext.Value(`{"type":"object","properties":{"text":{"type":"string"},"n":{"type":"number"}}}`)
-	p := newWritePipeline(t, cat, nil, nil)
+	p := gatewaytest.New(t, writeOpts(cat)...)
 	x, v := p.HandleRequest(ctx, toolCall("1", "save_note", `{"text":"a"}`))
 	if v.Local != nil {
 		t.Fatalf("first call not forwarded: %s", v.Local.Body)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,10 +12,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/gatewaytest"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/policy"
 	"github.com/mcpgate/mcpgate/ratelimit"
-	"github.com/mcpgate/mcpgate/store/boltstore"
 )
 
 // Write safety on a real bbolt store; the catalog is a fixed one (the
@@ -47,23 +46,11 @@ func writeCatalog() *staticCatalog {
 	}}
 }
 
-func newWritePipeline(t *testing.T, cat gateway.ToolCatalog, ws func(*gateway.WriteSafety), lim *gateway.Limits) *gateway.Pipeline {
-	t.Helper()
-	st, err := boltstore.Open(filepath.Join(t.TempDir(), "state.db"), boltstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	eng, err := policy.New(context.Background(), policy.Options{Declarations: writeDecls})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &gateway.WriteSafety{Replays: st, Actions: st, Audit: st, WaitInFlight: 100 * time.Millisecond}
-	if ws != nil {
-		ws(w)
-	}
-	return gateway.New(eng, gateway.Options{Declarations: writeDecls, MaxBodyBytes: 1 << 16, MaxJSONDepth: 16, MaxSSEEventBytes: 1 << 20,
-		Authenticator: &fakeAuth{}, Catalog: cat, Writes: w, Limits: lim})
+// writeOpts are the write tests' pipeline: writeDecls, fakeAuth, the
+// catalog cat and write safety on a bbolt store, then more.
+func writeOpts(cat gateway.ToolCatalog, more ...gatewaytest.Option) []gatewaytest.Option {
+	return append([]gatewaytest.Option{gatewaytest.WithDecls(writeDecls), gatewaytest.WithAuth(&fakeAuth{}),
+		gatewaytest.WithCatalog(cat), gatewaytest.WithWrites()}, more...)
 }
 
 func toolCall(id, tool, args string) *gateway.Request {
@@ -124,7 +111,7 @@ func code(t *testing.T, a toolAnswer) string {
 
 func TestReplayWindow(t *testing.T) {
 	ctx := context.Background()
-	p := newWritePipeline(t, writeCatalog(), nil, nil)
+	p := gatewaytest.New(t, writeOpts(writeCatalog())...)
 	result := `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"{\"id\":\"N-1\"}"}],"structuredContent":{"id":"N-1"}}}`
 
 	x, v := p.HandleRequest(ctx, toolCall("1", "save_note", `{"text":"a"}`))
@@ -194,7 +181,7 @@ func TestReplayWindow(t *testing.T) {
 
 func TestIdempotencyKey(t *testing.T) {
 	ctx := context.Background()
-	p := newWritePipeline(t, writeCatalog(), nil, nil)
+	p := gatewaytest.New(t, writeOpts(writeCatalog())...)
 	x, _ := p.HandleRequest(ctx, toolCall("1", "save_keyed", `{"text":"a","idempotency_key":"k-1"}`))
 	answer(t, x, 200, `{"jsonrpc":"2.0","id":1,"result":{"content":[],"structuredContent":{"id":"N-1"}}}`)
 	_, v := p.HandleRequest(ctx, toolCall("2", "save_keyed", `{"text":"a","idempotency_key":"k-1"}`))
@@ -237,7 +224,7 @@ func confirmArgs(token, summary string) string {
 func TestConfirmation(t *testing.T) {
 	ctx := context.Background()
 	cat := writeCatalog()
-	p := newWritePipeline(t, cat, nil, nil)
+	p := gatewaytest.New(t, writeOpts(cat)...)
 	_, v := p.HandleRequest(ctx, toolCall("1", "email_customer", `{"text":"hi"}`))
 	token, summary := previewOf(t, v)
 
@@ -260,7 +247,7 @@ func TestConfirmation(t *testing.T) {
 	}
 
 	// Expired.
-	pe := newWritePipeline(t, cat, func(w *gateway.WriteSafety) { w.ConfirmTTL = time.Millisecond }, nil)
+	pe := gatewaytest.New(t, writeOpts(cat, gatewaytest.WithWrites(func(w *gateway.WriteSafety) { w.ConfirmTTL = time.Millisecond }))...)
 	_, v = pe.HandleRequest(ctx, toolCall("1", "email_customer", `{"text":"late"}`))
 	token, summary = previewOf(t, v)
 	time.Sleep(5 * time.Millisecond)
@@ -305,12 +292,7 @@ func TestConfirmation(t *testing.T) {
 }
 
 func TestWriteSafetyWithoutStore(t *testing.T) {
-	eng, err := policy.New(context.Background(), policy.Options{Declarations: writeDecls})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := gateway.New(eng, gateway.Options{Declarations: writeDecls, MaxBodyBytes: 1 << 16, MaxJSONDepth: 16, MaxSSEEventBytes: 1 << 20,
-		Authenticator: &fakeAuth{}, Catalog: writeCatalog()})
+	p := gatewaytest.New(t, gatewaytest.WithDecls(writeDecls), gatewaytest.WithAuth(&fakeAuth{}), gatewaytest.WithCatalog(writeCatalog()))
 	_, v := p.HandleRequest(context.Background(), toolCall("1", "email_customer", `{"text":"x"}`))
 	if a := decodeAnswer(t, v); code(t, a) != "write_safety_unavailable" {
 		t.Errorf("a notify tool without a store: %s", v.Local.Body)
@@ -330,7 +312,7 @@ func TestLimits(t *testing.T) {
 		Slots:     ratelimit.NewSlots(2, 1),
 		LoopBrake: 3,
 	}
-	p := newWritePipeline(t, writeCatalog(), nil, lim)
+	p := gatewaytest.New(t, writeOpts(writeCatalog(), gatewaytest.WithLimits(lim))...)
 	ok := `{"jsonrpc":"2.0","id":1,"result":{"content":[],"structuredContent":{"id":"N-1"}}}`
 
 	// Two writes per hour: the first runs, its repeat is a replay (takes
@@ -406,7 +388,7 @@ func TestEachBucket(t *testing.T) {
 	one := ratelimit.Limit{Rate: 1, Period: time.Hour, Burst: 1}
 	lim := &gateway.Limits{Limiter: ratelimit.NewMemory(0), Buckets: map[string]ratelimit.Limit{
 		"reads": one, "expensive_reads": one, "writes": {Rate: 100, Period: time.Hour, Burst: 100}, "notify": one, "wake": one}}
-	p := newWritePipeline(t, writeCatalog(), nil, lim)
+	p := gatewaytest.New(t, writeOpts(writeCatalog(), gatewaytest.WithLimits(lim))...)
 	run := func(id, tool, args, token string) gateway.Verdict {
 		r := toolCall(id, tool, args)
 		r.Header.Set("authorization", "Bearer "+token)
@@ -465,7 +447,7 @@ func TestReadsWhenLimiterUnavailable(t *testing.T) {
 	for _, allow := range []bool{false, true} {
 		lim := &gateway.Limits{Limiter: ratelimit.NewRedis(rdb), ReadsWhenUnavailable: allow,
 			Buckets: map[string]ratelimit.Limit{"reads": {Rate: 10, Period: time.Second, Burst: 10}, "writes": {Rate: 10, Period: time.Second, Burst: 10}}}
-		p := newWritePipeline(t, writeCatalog(), nil, lim)
+		p := gatewaytest.New(t, writeOpts(writeCatalog(), gatewaytest.WithLimits(lim))...)
 		_, v := p.HandleRequest(ctx, toolCall("1", "get_note", `{"text":"a"}`))
 		if allow != (v.Local == nil) {
 			t.Errorf("reads_when_unavailable %v: read answered %+v", allow, v.Local)
@@ -482,7 +464,7 @@ func TestReadsWhenLimiterUnavailable(t *testing.T) {
 // the upstream route it was previewed on.
 func TestConfirmedCallNotSent(t *testing.T) {
 	ctx := context.Background()
-	p := newWritePipeline(t, writeCatalog(), nil, nil)
+	p := gatewaytest.New(t, writeOpts(writeCatalog())...)
 	_, v := p.HandleRequest(ctx, toolCall("1", "email_customer", `{"text":"again"}`))
 	token, summary := previewOf(t, v)
 

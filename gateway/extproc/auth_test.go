@@ -8,6 +8,7 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/gatewaytest"
 	"github.com/mcpgate/mcpgate/policy"
 )
 
@@ -26,13 +27,8 @@ func (q *queryAuth) InsufficientScope(*gateway.Request, []string) *gateway.AuthF
 // ImmediateResponse 401 with the challenge; the query reaches the
 // authenticator.
 func TestAuthAndMetadata(t *testing.T) {
-	eng, err := policy.New(context.Background(), policy.Options{Declarations: decls})
-	if err != nil {
-		t.Fatal(err)
-	}
 	qa := &queryAuth{}
-	p := gateway.New(eng, gateway.Options{Declarations: decls, MaxBodyBytes: 1 << 20, MaxJSONDepth: 32, MaxSSEEventBytes: 1 << 20,
-		Authenticator: qa, ResourceMetadata: gateway.StaticMetadata(map[string][]byte{"/.well-known/oauth-protected-resource/crm/mcp": []byte(`{"resource":"https://gw/crm/mcp"}`)})})
+	p := gatewaytest.New(t, gatewaytest.WithDecls(decls), serverBounds, gatewaytest.WithAuth(qa), gatewaytest.With(gateway.Options{ResourceMetadata: gateway.StaticMetadata(map[string][]byte{"/.well-known/oauth-protected-resource/crm/mcp": []byte(`{"resource":"https://gw/crm/mcp"}`)})}))
 	c := serve(t, p)
 
 	s, err := c.Process(context.Background())

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/extproc"
+	"github.com/mcpgate/mcpgate/gateway/gatewaytest"
 	"github.com/mcpgate/mcpgate/policy"
 )
 
@@ -39,14 +40,9 @@ func (slowAuth) InsufficientScope(*gateway.Request, []string) *gateway.AuthFailu
 // the given budgets, and returns a client and the override counts.
 func overrideServer(t *testing.T, delay, budget, maxBudget time.Duration) (extprocv3.ExternalProcessorClient, func(phase string) float64) {
 	t.Helper()
-	eng, err := policy.New(context.Background(), policy.Options{Declarations: decls})
-	if err != nil {
-		t.Fatal(err)
-	}
 	reg := prometheus.NewRegistry()
 	m := gateway.NewMetrics(reg)
-	p := gateway.New(eng, gateway.Options{Declarations: decls, MaxBodyBytes: 1 << 20, MaxJSONDepth: 32, MaxSSEEventBytes: 1 << 20,
-		Authenticator: slowAuth{delay}, Metrics: m})
+	p := gatewaytest.New(t, gatewaytest.WithDecls(decls), serverBounds, gatewaytest.WithAuth(slowAuth{delay}), gatewaytest.With(gateway.Options{Metrics: m}))
 	s, err := extproc.New(extproc.Options{
 		Pipeline:         p,
 		Upstreams:        []extproc.Upstream{{Name: "crm", Route: "/crm/mcp"}},
@@ -265,13 +261,8 @@ func TestOverrideMessageTimeout(t *testing.T) {
 func TestOverrideReusesTimer(t *testing.T) {
 	t.Parallel()
 	const budget, maxBudget = 200 * time.Millisecond, 2 * time.Second
-	eng, err := policy.New(context.Background(), policy.Options{Declarations: decls})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The test double sleeps when the request carries x-slow (see slowAuth).
-	p := gateway.New(eng, gateway.Options{Declarations: decls, MaxBodyBytes: 1 << 20, MaxJSONDepth: 32, MaxSSEEventBytes: 1 << 20,
-		Authenticator: headerSlowAuth{}})
+	p := gatewaytest.New(t, gatewaytest.WithDecls(decls), serverBounds, gatewaytest.WithAuth(headerSlowAuth{}))
 	s, err := extproc.New(extproc.Options{Pipeline: p, Upstreams: []extproc.Upstream{{Name: "crm", Route: "/crm/mcp"}},
 		MessageBudget: budget, MaxMessageBudget: maxBudget})
 	if err != nil {
@@ -358,12 +349,7 @@ func (headerSlowAuth) Authenticate(ctx context.Context, r *gateway.Request) (*po
 func TestOverrideRacesAnswer(t *testing.T) {
 	t.Parallel()
 	const budget, maxBudget = 20 * time.Millisecond, time.Second
-	eng, err := policy.New(context.Background(), policy.Options{Declarations: decls})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := gateway.New(eng, gateway.Options{Declarations: decls, MaxBodyBytes: 1 << 20, MaxJSONDepth: 32, MaxSSEEventBytes: 1 << 20,
-		Authenticator: headerSlowAuth{}})
+	p := gatewaytest.New(t, gatewaytest.WithDecls(decls), serverBounds, gatewaytest.WithAuth(headerSlowAuth{}))
 	s, err := extproc.New(extproc.Options{Pipeline: p, Upstreams: []extproc.Upstream{{Name: "crm", Route: "/crm/mcp"}},
 		MessageBudget: budget, MaxMessageBudget: maxBudget})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/extproc"
+	"github.com/mcpgate/mcpgate/gateway/gatewaytest"
 	"github.com/mcpgate/mcpgate/policy"
 )
 
@@ -31,15 +32,15 @@ func client(t testing.TB) extprocv3.ExternalProcessorClient {
 	return serveServer(t, server(t))
 }
 
+// serverBounds are the bounds of the ext_proc tests' pipelines: 1 MiB
+// bodies, 32 levels of nesting.
+var serverBounds = gatewaytest.With(gateway.Options{MaxBodyBytes: 1 << 20, MaxJSONDepth: 32})
+
 // server is the ext_proc server client serves: the default policy over
 // decls, the two upstreams on their routes.
 func server(t testing.TB) *extproc.Server {
 	t.Helper()
-	eng, err := policy.New(context.Background(), policy.Options{Declarations: decls})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return newServer(t, gateway.New(eng, gateway.Options{Declarations: decls, MaxBodyBytes: 1 << 20, MaxJSONDepth: 32, MaxSSEEventBytes: 1 << 20}))
+	return newServer(t, gatewaytest.New(t, gatewaytest.WithDecls(decls), serverBounds))
 }
 
 // serve runs the ext_proc server for pipeline p on a loopback port, with

@@ -10,14 +10,9 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/extproc"
+	"github.com/mcpgate/mcpgate/gateway/gatewaytest"
 	"github.com/mcpgate/mcpgate/policy"
 )
-
-type allowAll struct{}
-
-func (allowAll) Decide(context.Context, *policy.Input) (*policy.Decision, error) {
-	return &policy.Decision{Allow: true}, nil
-}
 
 // seenAuth accepts every request and records the upstream and tenant the
 // adapter gave the pipeline.
@@ -55,7 +50,7 @@ func routeMetadata(t *testing.T, upstream string) map[string]*structpb.Struct {
 // reaches authentication.
 func TestTenantRoutes(t *testing.T) {
 	auth := &seenAuth{}
-	p := gateway.New(allowAll{}, gateway.Options{MaxBodyBytes: 1 << 16, MaxJSONDepth: 16, MaxSSEEventBytes: 1 << 20, Authenticator: auth})
+	p := gatewaytest.New(t, gatewaytest.WithDecider(gatewaytest.AllowAll{}), gatewaytest.WithAuth(auth))
 	srv, err := extproc.New(extproc.Options{Pipeline: p, Upstreams: []extproc.Upstream{
 		{Name: "crm", Route: "/t/{tenant}/mcp"},
 		{Name: "admin", Route: "/t/admin/mcp"},
@@ -130,7 +125,7 @@ func TestTenantRoutes(t *testing.T) {
 // sends, but with {tenant} only the paths on its route.
 func TestOnlyUpstreamWithTenant(t *testing.T) {
 	auth := &seenAuth{}
-	p := gateway.New(allowAll{}, gateway.Options{MaxBodyBytes: 1 << 16, MaxJSONDepth: 16, Authenticator: auth})
+	p := gatewaytest.New(t, gatewaytest.WithDecider(gatewaytest.AllowAll{}), gatewaytest.WithAuth(auth))
 	srv, err := extproc.New(extproc.Options{Pipeline: p, Upstreams: []extproc.Upstream{{Name: "crm", Route: "/t/{tenant}/mcp"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +141,7 @@ func TestOnlyUpstreamWithTenant(t *testing.T) {
 }
 
 func TestNewRefusesBadRoutes(t *testing.T) {
-	p := gateway.New(allowAll{}, gateway.Options{MaxBodyBytes: 1 << 16, MaxJSONDepth: 16})
+	p := gatewaytest.New(t, gatewaytest.WithDecider(gatewaytest.AllowAll{}))
 	for _, ups := range [][]extproc.Upstream{
 		{{Name: "a", Route: "/t/{tenant}/mcp"}, {Name: "b", Route: "/{tenant}/t/mcp"}},
 		{{Name: "a", Route: "/t/{x}/mcp"}},

@@ -14,7 +14,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/extproc"
-	"github.com/mcpgate/mcpgate/policy"
+	"github.com/mcpgate/mcpgate/gateway/gatewaytest"
 )
 
 // TestBodiesBeyondTheWindow: request bodies larger than the fixed
@@ -25,11 +25,7 @@ import (
 // window is replenished as messages are read.
 func TestBodiesBeyondTheWindow(t *testing.T) {
 	const argBytes = extproc.FlowControlWindow + extproc.FlowControlWindow/2
-	eng, err := policy.New(context.Background(), policy.Options{Declarations: decls})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := gateway.New(eng, gateway.Options{Declarations: decls, MaxBodyBytes: 2 * extproc.FlowControlWindow, MaxJSONDepth: 32, MaxSSEEventBytes: 1 << 20})
+	p := gatewaytest.New(t, gatewaytest.WithDecls(decls), gatewaytest.With(gateway.Options{MaxBodyBytes: 2 * extproc.FlowControlWindow, MaxJSONDepth: 32}))
 	srv := grpc.NewServer(extproc.GRPCServerOptions(2*extproc.FlowControlWindow + 1<<20)...)
 	extprocv3.RegisterExternalProcessorServer(srv, newServer(t, p))
 	c := serveGRPC(t, srv, grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(4*extproc.FlowControlWindow)))

@@ -1,8 +1,6 @@
 package proxy_test
 
 import (
-	"time"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -16,9 +14,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mcpgate/mcpgate/config"
-	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/gatewaytest"
 	"github.com/mcpgate/mcpgate/gateway/proxy"
 	"github.com/mcpgate/mcpgate/internal/rig"
 	"github.com/mcpgate/mcpgate/policy"
@@ -183,7 +182,7 @@ func TestResponseInspectionLimit(t *testing.T) {
 	})
 	us := httptest.NewServer(up)
 	t.Cleanup(us.Close)
-	p := gateway.New(allowAll{}, gateway.Options{MaxBodyBytes: 1 << 16, MaxJSONDepth: 16, MaxSSEEventBytes: 1 << 20, Authenticator: &seenAuth{}})
+	p := gatewaytest.New(t, gatewaytest.WithDecider(gatewaytest.AllowAll{}), gatewaytest.WithAuth(&seenAuth{}))
 	h, err := proxy.New(proxy.Options{Pipeline: p, MaxBodyBytes: 1 << 16, MaxResponseBytes: limit, Routes: []proxy.Route{
 		{Path: "/mcp", Upstream: "default", URL: mustURL(t, us.URL+"/mcp")},
 	}})
@@ -250,7 +249,7 @@ func TestRequestWrittenInOneWrite(t *testing.T) {
 		}
 		return countingConn{Conn: c, writes: &writes}, nil
 	}
-	p := gateway.New(allowAll{}, gateway.Options{MaxBodyBytes: 1 << 16, MaxJSONDepth: 16, MaxSSEEventBytes: 1 << 20, Authenticator: &seenAuth{}})
+	p := gatewaytest.New(t, gatewaytest.WithDecider(gatewaytest.AllowAll{}), gatewaytest.WithAuth(&seenAuth{}))
 	h, err := proxy.New(proxy.Options{Pipeline: p, MaxBodyBytes: 1 << 16, MaxResponseBytes: 1 << 20, Transport: tr, Routes: []proxy.Route{
 		{Path: "/mcp", Upstream: "default", URL: mustURL(t, us.URL+"/mcp")},
 	}})

@@ -10,16 +10,10 @@ import (
 	"testing"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/gatewaytest"
 	"github.com/mcpgate/mcpgate/gateway/proxy"
 	"github.com/mcpgate/mcpgate/policy"
 )
-
-// allowAll allows every message.
-type allowAll struct{}
-
-func (allowAll) Decide(context.Context, *policy.Input) (*policy.Decision, error) {
-	return &policy.Decision{Allow: true}, nil
-}
 
 // seenAuth accepts every request and records the upstream, tenant and path
 // the adapter gave the pipeline.
@@ -89,10 +83,10 @@ func TestTenantRoutes(t *testing.T) {
 	us := httptest.NewServer(up)
 	t.Cleanup(us.Close)
 	auth := &seenAuth{}
-	p := gateway.New(allowAll{}, gateway.Options{MaxBodyBytes: 1 << 16, MaxJSONDepth: 16, MaxSSEEventBytes: 1 << 20, Authenticator: auth,
+	p := gatewaytest.New(t, gatewaytest.WithDecider(gatewaytest.AllowAll{}), gatewaytest.WithAuth(auth), gatewaytest.With(gateway.Options{
 		ResourceMetadata: func(path string) ([]byte, bool) {
 			return []byte(`{}`), path == "/.well-known/oauth-protected-resource/t/acme/mcp"
-		}})
+		}}))
 	h, err := proxy.New(proxy.Options{Pipeline: p, MaxBodyBytes: 1 << 16, MaxResponseBytes: 1 << 20, Routes: []proxy.Route{
 		{Path: "/mcp", Upstream: "default", URL: mustURL(t, us.URL+"/mcp")},
 		{Path: "/t/{tenant}/mcp", Upstream: "crm", URL: mustURL(t, us.URL+"/crm/mcp")},
@@ -159,7 +153,7 @@ func TestTenantRoutes(t *testing.T) {
 }
 
 func TestTenantRouteConfigErrors(t *testing.T) {
-	p := gateway.New(allowAll{}, gateway.Options{MaxBodyBytes: 1 << 16, MaxJSONDepth: 16})
+	p := gatewaytest.New(t, gatewaytest.WithDecider(gatewaytest.AllowAll{}))
 	for name, rs := range map[string][]proxy.Route{
 		"{tenant} in the URL of an exact route": {{Path: "/mcp", Upstream: "a", URL: mustURL(t, "http://up/{tenant}/mcp")}},
 		"{tenant} in the query":                 {{Path: "/t/{tenant}", Upstream: "a", URL: mustURL(t, "http://up/mcp?t={tenant}")}},

@@ -1,0 +1,202 @@
+// Package gatewaytest builds gateway pipelines for tests. New sets what
+// most tests share once: the default policy engine over the pipeline's
+// declarations, the request and event bounds below, and a bbolt store in
+// the test's temporary directory when write safety or tasks need one.
+// Options set what differs, in order:
+//
+//	p := gatewaytest.New(t, gatewaytest.WithDecls(decls), gatewaytest.WithAuth(auth),
+//		gatewaytest.WithCatalog(cat), gatewaytest.With(gateway.Options{ListTTL: time.Second}))
+//
+// Only tests import it.
+package gatewaytest
+
+import (
+	"context"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/internal/sealing"
+	"github.com/mcpgate/mcpgate/policy"
+	"github.com/mcpgate/mcpgate/store/boltstore"
+)
+
+// The bounds a pipeline gets unless an option sets others.
+const (
+	MaxBodyBytes     = 1 << 16 // bytes of a request body
+	MaxJSONDepth     = 16
+	MaxSSEEventBytes = 1 << 20 // bytes of one server-sent event
+)
+
+// WaitInFlight is how long write safety waits for a duplicate call still
+// in flight (gateway.WriteSafety.WaitInFlight) unless WithWrites changes it.
+const WaitInFlight = 100 * time.Millisecond
+
+// An Option sets one difference from the defaults; options apply in order.
+type Option func(*config)
+
+type config struct {
+	opts     gateway.Options
+	dirs     []string
+	decider  gateway.Decider
+	store    *boltstore.Store
+	writes   []func(*gateway.WriteSafety)
+	writesOn bool
+	taskTTL  time.Duration
+	tasksOn  bool
+}
+
+// New returns a pipeline built from the defaults and opts. Unless
+// WithDecider gives another, it decides with the default policy over the
+// pipeline's declarations (and the policy directories of WithPolicyDirs).
+func New(tb testing.TB, opts ...Option) *gateway.Pipeline {
+	tb.Helper()
+	c := config{opts: gateway.Options{MaxBodyBytes: MaxBodyBytes, MaxJSONDepth: MaxJSONDepth, MaxSSEEventBytes: MaxSSEEventBytes}}
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.writesOn {
+		st := c.storeFor(tb)
+		w := &gateway.WriteSafety{Replays: st, Actions: st, Audit: st, WaitInFlight: WaitInFlight}
+		for _, f := range c.writes {
+			f(w)
+		}
+		c.opts.Writes = w
+	}
+	if c.tasksOn {
+		c.opts.Tasks = gateway.TaskOptions{Enabled: true, Store: c.storeFor(tb), MaxTTL: c.taskTTL}
+	}
+	d := c.decider
+	if d == nil {
+		d = Engine(tb, c.opts.Declarations, c.dirs...)
+	}
+	return gateway.New(d, c.opts)
+}
+
+func (c *config) storeFor(tb testing.TB) *boltstore.Store {
+	if c.store == nil {
+		c.store = Store(tb)
+	}
+	return c.store
+}
+
+// WithDecls sets the per-tool declarations, of the pipeline and of the
+// default policy.
+func WithDecls(d map[string]map[string]policy.ToolDeclaration) Option {
+	return func(c *config) { c.opts.Declarations = d }
+}
+
+// WithPolicyDirs adds policy directories to the default policy.
+func WithPolicyDirs(dirs ...string) Option {
+	return func(c *config) { c.dirs = append(c.dirs, dirs...) }
+}
+
+// WithDecider decides with d instead of the default policy.
+func WithDecider(d gateway.Decider) Option {
+	return func(c *config) { c.decider = d }
+}
+
+// WithAuth authenticates callers with a.
+func WithAuth(a gateway.Authenticator) Option {
+	return func(c *config) { c.opts.Authenticator = a }
+}
+
+// WithCatalog answers tools/list from cat and checks arguments against it.
+func WithCatalog(cat gateway.ToolCatalog) Option {
+	return func(c *config) { c.opts.Catalog = cat }
+}
+
+// WithLimits sets the rate limits, slots and loop brake.
+func WithLimits(l *gateway.Limits) Option {
+	return func(c *config) { c.opts.Limits = l }
+}
+
+// WithMetrics records metrics into reg (a new registry when nil).
+func WithMetrics(reg prometheus.Registerer) Option {
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	return func(c *config) { c.opts.Metrics = gateway.NewMetrics(reg) }
+}
+
+// WithStore makes write safety and tasks keep their state in st instead
+// of a store of their own.
+func WithStore(st *boltstore.Store) Option {
+	return func(c *config) { c.store = st }
+}
+
+// WithWrites turns write safety on, on the store (replays, actions,
+// audit), waiting WaitInFlight for a duplicate in flight; each edit then
+// changes the settings, in order.
+func WithWrites(edits ...func(*gateway.WriteSafety)) Option {
+	return func(c *config) {
+		c.writesOn = true
+		c.writes = append(c.writes, edits...)
+	}
+}
+
+// WithTasks turns MCP tasks on, on the store, with tasks living at most
+// maxTTL.
+func WithTasks(maxTTL time.Duration) Option {
+	return func(c *config) { c.tasksOn, c.taskTTL = true, maxTTL }
+}
+
+// With sets every field of o that is not its zero value (a bound of 0
+// keeps the default).
+func With(o gateway.Options) Option {
+	return func(c *config) {
+		src, dst := reflect.ValueOf(o), reflect.ValueOf(&c.opts).Elem()
+		for i := range src.NumField() {
+			if f := src.Field(i); !f.IsZero() {
+				dst.Field(i).Set(f)
+			}
+		}
+	}
+}
+
+// Engine returns the default policy over decls and the policy
+// directories dirs.
+func Engine(tb testing.TB, decls map[string]map[string]policy.ToolDeclaration, dirs ...string) *policy.Engine {
+	tb.Helper()
+	eng, err := policy.New(context.Background(), policy.Options{Dirs: dirs, Declarations: decls})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return eng
+}
+
+// Store opens a bbolt store in the test's temporary directory, closed when
+// the test ends.
+func Store(tb testing.TB) *boltstore.Store {
+	tb.Helper()
+	st, err := boltstore.Open(filepath.Join(tb.TempDir(), "state.db"), boltstore.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// Sealer returns a sealer with a new key set (confirm tokens, request
+// state).
+func Sealer(tb testing.TB) *sealing.Sealer {
+	tb.Helper()
+	ks, err := sealing.GenerateKeySet()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return sealing.NewSealer(ks)
+}
+
+// AllowAll is a decider that allows every message, for tests of what
+// happens around the decision.
+type AllowAll struct{}
+
+// Decide allows.
+func (AllowAll) Decide(context.Context, *policy.Input) (*policy.Decision, error) {
+	return &policy.Decision{Allow: true}, nil
+}
