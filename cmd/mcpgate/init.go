@@ -95,7 +95,14 @@ func cmdInit(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	snap, err := catalog.List(ctx, u, catalog.ListOptions{Timeout: *timeout})
 	if err != nil {
-		return fmt.Errorf("init: cannot list the tools of %s: %w\n(is it an MCP server's streamable HTTP endpoint, such as http://host:port/mcp, and is it running?)", redactURL(*upstream), err)
+		hint := "is it an MCP server's streamable HTTP endpoint, such as http://host:port/mcp, and is it running?"
+		switch msg := err.Error(); {
+		case strings.Contains(msg, "Unauthorized") || strings.Contains(msg, "Forbidden"):
+			hint = "the upstream wants credentials: pass them with --header 'Authorization: Bearer …' (or its API key's header)"
+		case strings.Contains(msg, "connection refused"):
+			hint = "nothing listens there: is the server running, on that host and port?"
+		}
+		return fmt.Errorf("init: cannot list the tools of %s: %w\n(%s)", redactURL(*upstream), err, hint)
 	}
 	defs := make([]jsontext.Value, len(snap.Tools))
 	for i := range snap.Tools {

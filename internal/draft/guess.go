@@ -117,10 +117,24 @@ func classOf(w string) string {
 	return ""
 }
 
-// hints are the annotations the guess reads; nil when absent.
+// hints are the annotations the guess reads; nil when absent or not a
+// boolean.
 type hints struct {
-	ReadOnly    *bool `json:"readOnlyHint"`
-	Destructive *bool `json:"destructiveHint"`
+	ReadOnly, Destructive *bool
+}
+
+func readHints(raw jsontext.Value) hints {
+	var m map[string]any
+	if len(raw) == 0 || json.Unmarshal(raw, &m) != nil {
+		return hints{}
+	}
+	get := func(k string) *bool {
+		if b, ok := m[k].(bool); ok {
+			return &b
+		}
+		return nil
+	}
+	return hints{ReadOnly: get("readOnlyHint"), Destructive: get("destructiveHint")}
 }
 
 // GuessEffect proposes an effect class for a tool from the verb of its
@@ -131,10 +145,7 @@ type hints struct {
 func GuessEffect(t ToolFacts) Guess {
 	ws := Words(t.Name)
 	class, verb := verbClass(ws)
-	var h hints
-	if len(t.Annotations) > 0 {
-		_ = json.Unmarshal(t.Annotations, &h, json.RejectUnknownMembers(false))
-	}
+	h := readHints(t.Annotations)
 	var reasons []string
 	if class != "" {
 		reasons = append(reasons, fmt.Sprintf("the name's verb %q suggests %s", verb, class))
@@ -206,7 +217,7 @@ func recipientField(schema jsontext.Value) string {
 	var s struct {
 		Properties map[string]jsontext.Value `json:"properties"`
 	}
-	if json.Unmarshal(schema, &s, json.RejectUnknownMembers(false)) != nil {
+	if json.Unmarshal(schema, &s) != nil {
 		return ""
 	}
 	names := make([]string, 0, len(s.Properties))
