@@ -138,7 +138,7 @@ func cmdInit(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if where == "" {
 		where = "stdout"
 	}
-	fmt.Fprintf(stderr, "init: %s of %s declared in %s (%d unsure, proposed as %s), %s pinned in %s; lint: %s, %s\n",
+	fmt.Fprintf(stderr, "init: %s of %s declared in %s (%d unsure, so proposed as %s, the most guarded class), %s pinned in %s; lint: %s, %s\n",
 		pinCount(len(snap.Tools), "tool"), redactURL(*upstream), where, unsure, draft.MostGuarded,
 		pinCount(len(snap.Tools), "tool"), manifestPath, plural(report.Errors(), "error"), plural(report.Warnings(), "warning"))
 	if len(snap.Refused) > 0 {
