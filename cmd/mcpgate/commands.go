@@ -62,6 +62,24 @@ status 0 when valid, 1 otherwise.`,
 			run: cmdValidate,
 		},
 		{
+			name:  "init",
+			args:  "--upstream URL [--out FILE] [--name NAME] [--route /mcp] [--manifest FILE] [--header 'Name: value']... [--force]",
+			short: "list a live MCP server's tools and write a draft configuration to review",
+			long: `Connects to the upstream (streamable HTTP), lists its tools the way the
+gateway does and writes a configuration with one upstream and a
+declaration per tool: a proposed effect class (from the tool's name, its
+annotations, taken as hints only, and its input schema; the most guarded
+class, delete, where they disagree or say nothing), a proposed right and
+untrusted_text paths from the output schema's prose fields. Every guess
+carries its reason in a comment, and the lint findings of each tool
+(manifest lint) stand beside it. The manifest is pinned: written to
+--manifest (default: beside --out as FILE.manifest.json) and named in
+catalog.manifest. The draft loads as written (mcpgate validate) and
+serves the listed tools (mcpgate serve --config). Neither file is
+overwritten without --force. See docs/guides/init.md.`,
+			run: cmdInit,
+		},
+		{
 			name:  "demo",
 			args:  "[--listen ADDR] [--admin ADDR] [--upstream-listen ADDR] [--extproc ADDR]",
 			short: "run the bundled demo upstream behind the gateway",
