@@ -3,8 +3,8 @@
 # policy, config and store packages), Rego tests, promtool on /metrics, and
 # the MCP conformance suite directly and through mcpgate, the approval page
 # in headless Chromium.
-# Installs what it needs when missing (npm packages; promtool, redis-server
-# and chromium if root).
+# Installs what it needs when missing (npm packages; promtool, redis-server,
+# chromium, curl and jq if root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
@@ -21,6 +21,11 @@ go vet ./...
 if ! command -v redis-server >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   step "installing redis-server (Debian package)"
   DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends redis-server >/dev/null
+fi
+
+if ! { command -v curl && command -v jq; } >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  step "installing curl and jq (Debian packages, for the demo walkthrough's test)"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends curl jq >/dev/null
 fi
 
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
