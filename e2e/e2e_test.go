@@ -65,6 +65,7 @@ type demoRun struct {
 	Tenants    map[string]string // subject → tenant
 	AdminToken string            // the platform-admin token
 	RightsFile string            // the live rights file
+	Banner     []string          // the lines printed up to the upstream's
 }
 
 // startDemo runs `mcpgate demo` on free ports (plus args) and reads its
@@ -73,8 +74,16 @@ type demoRun struct {
 // fails the test after 30s instead of blocking it.
 func startDemo(t *testing.T, args ...string) *demoRun {
 	t.Helper()
+	return startDemoIn(t, "", args...)
+}
+
+// startDemoIn is startDemo with dir as the working directory ("" = the
+// test's).
+func startDemoIn(t *testing.T, dir string, args ...string) *demoRun {
+	t.Helper()
 	args = append([]string{"demo", "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--upstream-listen", "127.0.0.1:0"}, args...)
 	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -129,6 +138,7 @@ func startDemo(t *testing.T, args ...string) *demoRun {
 			if !ok {
 				t.Fatalf("mcpgate demo stopped printing before its banner was complete: %+v", d)
 			}
+			d.Banner = append(d.Banner, line)
 			if m := readyLine.FindStringSubmatch(line); m != nil {
 				d.Endpoint, d.Admin, d.ExtProc = m[1]+"/mcp", m[2], m[3]
 			} else if m := demoTokenLine.FindStringSubmatch(line); m != nil {

@@ -292,7 +292,7 @@ func stopAndAsk(n int, what string) policy.Reason {
 	return policy.Reason{
 		Code:  "stop_and_ask",
 		Cause: "This exact call " + what + " " + strconv.Itoa(n) + " times in a row; trying it again will not help.",
-		Fix:   "Stop and ask the user how to go on. Do not retry this call with the same arguments (the brake lifts after 10 minutes or after a different call succeeds).",
+		Fix:   "Stop and ask the user how to go on. Do not retry this call with the same arguments (the brake lifts once this exact call has not failed for 10 minutes).",
 	}
 }
 

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The whole test suite: static checks (gofmt, go vet, golangci-lint), Go
-# tests with -race, Rego tests, promtool on /metrics, and the MCP
-# conformance suite directly and through mcpgate, the approval page in
-# headless Chromium.
+# tests with -race, Rego tests, promtool on /metrics, the demo walkthrough
+# of docs/start/demo.md, and the MCP conformance suite directly and through
+# mcpgate, the approval page in headless Chromium.
 # Two Go modules: the product (.) and its end-to-end tests (e2e/, module
 # github.com/mcpgate/mcpgate/e2e, which holds the test-only dependencies
 # such as the OpenID provider); every Go step covers both.
 # Installs what it needs when missing (golangci-lint into .bin/, see
-# scripts/golangci-lint.sh; npm
-# packages; promtool, redis-server and chromium if root).
+# scripts/golangci-lint.sh; npm packages; promtool, redis-server, chromium,
+# curl and jq if root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
@@ -30,6 +30,11 @@ scripts/golangci-lint.sh run ./...
 if ! command -v redis-server >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   step "installing redis-server (Debian package)"
   DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends redis-server >/dev/null
+fi
+
+if ! { command -v curl && command -v jq; } >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  step "installing curl and jq (Debian packages, for the demo walkthrough's test)"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends curl jq >/dev/null
 fi
 
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then

@@ -81,12 +81,16 @@ overwritten without --force. See docs/guides/init.md.`,
 		},
 		{
 			name:  "demo",
-			args:  "[--listen ADDR] [--admin ADDR] [--upstream-listen ADDR] [--extproc ADDR]",
+			args:  "[--listen ADDR] [--admin ADDR] [--upstream-listen ADDR] [--extproc ADDR] [--env-file FILE]",
 			short: "run the bundled demo upstream behind the gateway",
 			long: `Starts a demo MCP server (a field-service CRM with bookings,
 customers and technicians) and the gateway in front of it with
 config/examples/quickstart.yaml, mints gateway tokens for the demo's
-persons and prints them with the steps to try; Ctrl-C stops both.`,
+persons and prints them with the steps to try; Ctrl-C stops both.
+--env-file also writes the addresses and tokens as export lines
+(MCP, TOKEN, ALICE_TOKEN, GINA_TOKEN, ALICE_SIGNIN, GINA_SIGNIN,
+MCPGATE_ADMIN_URL, MCPGATE_ADMIN_TOKEN, RIGHTS, UPSTREAM) for another
+shell to source; the file is removed when the demo stops.`,
 			run: cmdDemo,
 		},
 		{

@@ -39,6 +39,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	admin := fs.String("admin", "", "admin listener `address` (default 127.0.0.1:9090)")
 	upstreamListen := fs.String("upstream-listen", demoUpstreamAddr, "demo upstream `address`")
 	extprocAddr := fs.String("extproc", "", "also serve Envoy ext_proc (gRPC) for the demo upstream on `address` (host:port or unix:/path)")
+	envFile := fs.String("env-file", "", "also write the demo's addresses and tokens as shell `file` of export lines (source it in another shell; removed when the demo stops)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -66,6 +67,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	cfg.Listeners.Admin.Address = adminAddr
 	demoApprovals(cfg, adminBase)
+	demoLimits(cfg)
 
 	dir, err := os.MkdirTemp("", "mcpgate-demo-")
 	if err != nil {
@@ -129,9 +131,76 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		return demoSignInLinks(a, minted)
 	}
+	if *envFile != "" {
+		defer os.Remove(*envFile)
+	}
 	return serve(ctx, cfg, log, stdout, setup, func(a *app.App) {
-		demoBanner(stdout, a, ln.Addr().String(), minted, id)
+		if *envFile != "" {
+			if err := writeDemoEnv(*envFile, a, ln.Addr().String(), minted, id); err != nil {
+				fmt.Fprintln(stderr, "demo: --env-file:", err)
+				*envFile = ""
+			}
+		}
+		demoBanner(stdout, a, ln.Addr().String(), minted, id, *envFile)
 	})
+}
+
+// demoLimits sizes the notify and wake buckets for a person walking
+// through the demo by hand (the defaults, 3 at once and 10 an hour for
+// notify, are meant for agents); every other limit keeps its default.
+func demoLimits(cfg *config.Config) {
+	if cfg.RateLimits.Buckets == nil {
+		cfg.RateLimits.Buckets = map[string]config.Bucket{}
+	}
+	for name, b := range map[string]config.Bucket{
+		config.BucketNotify: {Rate: 60, Per: config.DurationOf(time.Hour), Burst: 20},
+		config.BucketWake:   {Rate: 30, Per: config.DurationOf(time.Hour), Burst: 10},
+	} {
+		if _, set := cfg.RateLimits.Buckets[name]; !set {
+			cfg.RateLimits.Buckets[name] = b
+		}
+	}
+}
+
+// writeDemoEnv writes the demo's addresses and secrets as POSIX shell
+// export lines (values single-quoted), readable by the owner only, so a
+// second shell can `. FILE` instead of copying them from the output.
+func writeDemoEnv(path string, a *app.App, upstream string, minted []demoToken, id *demoIdentityParts) error {
+	var b strings.Builder
+	b.WriteString("# mcpgate demo: `. THIS-FILE` in another shell. Removed when the demo stops.\n")
+	export := func(name, value, comment string) {
+		fmt.Fprintf(&b, "export %s=%s", name, shellQuote(value))
+		if comment != "" {
+			b.WriteString("   # " + comment)
+		}
+		b.WriteString("\n")
+	}
+	export("MCP", "http://"+a.ProxyAddr+"/mcp", "the MCP endpoint through mcpgate")
+	for i, t := range minted {
+		name := strings.ToUpper(t.subject) + "_TOKEN"
+		if i == 0 {
+			export("TOKEN", t.secret, t.subject+"'s gateway token (tenant "+t.tenant+")")
+		}
+		export(name, t.secret, t.subject+"'s gateway token (tenant "+t.tenant+")")
+		if t.approvalLink != "" {
+			export(strings.ToUpper(t.subject)+"_SIGNIN", t.approvalLink, t.subject+"'s approval-page sign-in link (DEMO ONLY)")
+		}
+	}
+	export("MCPGATE_ADMIN_URL", "http://"+a.AdminAddr, "the admin API (mcpgate tokens, mcpgate killswitch)")
+	export("MCPGATE_ADMIN_TOKEN", id.adminToken, "the platform-admin token")
+	export("RIGHTS", id.rightsFile, "the live rights file")
+	export("UPSTREAM", "http://"+upstream, "the demo upstream, direct")
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(b.String()), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// shellQuote quotes s for a POSIX shell: in single quotes, each quote
+// inside closed, escaped and reopened.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // demoPeople are the demo's two persons, one per tenant, with their live
@@ -317,7 +386,7 @@ func mintDemoTokens(ctx context.Context, a *app.App) ([]demoToken, error) {
 	return out, nil
 }
 
-func demoBanner(w io.Writer, a *app.App, upstream string, minted []demoToken, id *demoIdentityParts) {
+func demoBanner(w io.Writer, a *app.App, upstream string, minted []demoToken, id *demoIdentityParts, envFile string) {
 	for _, t := range minted {
 		fmt.Fprintf(w, "demo token: tenant=%s subject=%s token=%s\n", t.tenant, t.subject, t.secret)
 	}
@@ -328,6 +397,9 @@ func demoBanner(w io.Writer, a *app.App, upstream string, minted []demoToken, id
 	}
 	fmt.Fprintf(w, "demo admin token: token=%s\n", id.adminToken)
 	fmt.Fprintf(w, "demo rights file: path=%s\n", id.rightsFile)
+	if envFile != "" {
+		fmt.Fprintf(w, "demo env file: path=%s\n", envFile)
+	}
 	u := "http://" + a.ProxyAddr + "/mcp"
 	fmt.Fprintf(w, `
 mcpgate demo

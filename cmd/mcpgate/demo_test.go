@@ -2,6 +2,7 @@ package main
 
 import (
 	"net"
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -33,5 +34,19 @@ func TestDemoProxyAddress(t *testing.T) {
 	}
 	if _, _, err := demoProxyAddress("8080"); err == nil {
 		t.Error("an address without a port was accepted")
+	}
+}
+
+// TestShellQuote: a value comes back from the shell as written, quotes,
+// spaces and dollars included.
+func TestShellQuote(t *testing.T) {
+	for _, s := range []string{"", "mcpg_abc-_", "/tmp/a b/rights.yaml", `it's $HOME "x" \n`} {
+		out, err := exec.Command("sh", "-c", "printf %s "+shellQuote(s)).Output()
+		if err != nil {
+			t.Skipf("sh: %v", err)
+		}
+		if string(out) != s {
+			t.Errorf("shellQuote(%q) read back as %q", s, out)
+		}
 	}
 }
