@@ -263,6 +263,60 @@ func (p *Provider) MustClientCredentials(t testing.TB, clientID, secret, resourc
 	return tr.AccessToken
 }
 
+// TokenExchangeRequest is an RFC 8693 token exchange request.
+type TokenExchangeRequest struct {
+	SubjectToken string
+	// SubjectTokenType defaults to urn:ietf:params:oauth:token-type:access_token.
+	SubjectTokenType string
+	Audiences        []string
+	Resources        []string
+	Scopes           []string
+}
+
+// TokenExchangeResponse is a successful RFC 8693 answer.
+type TokenExchangeResponse struct {
+	AccessToken     string `json:"access_token"`
+	IssuedTokenType string `json:"issued_token_type"`
+	TokenType       string `json:"token_type"`
+	ExpiresIn       int64  `json:"expires_in"`
+	Scope           string `json:"scope"`
+}
+
+// TokenExchange runs the RFC 8693 token exchange grant as a confidential
+// client (client_secret_basic).
+func (p *Provider) TokenExchange(ctx context.Context, clientID, secret string, r TokenExchangeRequest) (*TokenExchangeResponse, error) {
+	typ := r.SubjectTokenType
+	if typ == "" {
+		typ = "urn:ietf:params:oauth:token-type:access_token"
+	}
+	form := url.Values{
+		"grant_type":           {provider.GrantTokenExchange},
+		"subject_token":        {r.SubjectToken},
+		"subject_token_type":   {typ},
+		"requested_token_type": {"urn:ietf:params:oauth:token-type:access_token"},
+	}
+	for _, a := range r.Audiences {
+		form.Add("audience", a)
+	}
+	for _, res := range r.Resources {
+		form.Add("resource", res)
+	}
+	if len(r.Scopes) > 0 {
+		form.Set("scope", strings.Join(r.Scopes, " "))
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.TokenEndpoint(), strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.SetBasicAuth(url.QueryEscape(clientID), url.QueryEscape(secret))
+	var tr TokenExchangeResponse
+	if err := p.do(req, &tr); err != nil {
+		return nil, err
+	}
+	return &tr, nil
+}
+
 func (p *Provider) token(ctx context.Context, clientID, secret string, form url.Values) (*TokenResponse, error) {
 	if secret == "" {
 		form.Set("client_id", clientID)

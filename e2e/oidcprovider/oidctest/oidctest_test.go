@@ -63,7 +63,7 @@ func TestDiscovery(t *testing.T) {
 		if got := doc["code_challenge_methods_supported"]; !equalJSON(got, []string{"S256"}) {
 			t.Errorf("%s: code_challenge_methods_supported = %v", name, got)
 		}
-		if got := doc["grant_types_supported"]; !equalJSON(got, []string{"authorization_code", "client_credentials"}) {
+		if got := doc["grant_types_supported"]; !equalJSON(got, []string{"authorization_code", "client_credentials", provider.GrantTokenExchange}) {
 			t.Errorf("%s: grant_types_supported = %v", name, got)
 		}
 	}
@@ -216,6 +216,97 @@ func TestClientCredentials(t *testing.T) {
 			t.Errorf("aud = %v", c["aud"])
 		}
 	})
+}
+
+func unsafeClaims(t *testing.T, token string) map[string]any {
+	t.Helper()
+	jws, err := jose.ParseSignedCompact(token, []jose.SignatureAlgorithm{jose.RS256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c map[string]any
+	if err := json.Unmarshal(jws.UnsafePayloadWithoutVerification(), &c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestTokenExchange(t *testing.T) {
+	p := oidctest.Start(t)
+	ctx := context.Background()
+	const upstream = "https://upstream.example.com/mcp"
+	userToken := func(user string) string {
+		tr, err := p.RunCodeFlow(ctx, oidctest.CodeFlow{
+			ClientID: provider.ClientPublic, RedirectURI: provider.RedirectURI, LoginHint: user,
+			Scopes: []string{"tools:read", "tools:write"}, Resources: []string{resource},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr.AccessToken
+	}
+	alice, bob := userToken(provider.UserAlice), userToken(provider.UserBob)
+
+	for _, user := range []string{provider.UserAlice, provider.UserBob} {
+		subject := map[string]string{provider.UserAlice: alice, provider.UserBob: bob}[user]
+		tr, err := p.TokenExchange(ctx, provider.ClientExchanger, provider.ClientExchangerSecret, oidctest.TokenExchangeRequest{
+			SubjectToken: subject, Audiences: []string{"upstream-a"}, Resources: []string{upstream}, Scopes: []string{"tools:read"},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tr.TokenType != "Bearer" || tr.IssuedTokenType != "urn:ietf:params:oauth:token-type:access_token" ||
+			tr.ExpiresIn < 290 || tr.Scope != "tools:read" {
+			t.Errorf("%s: response = %+v", user, tr)
+		}
+		c := unsafeClaims(t, tr.AccessToken)
+		tenant := map[string]string{provider.UserAlice: provider.TenantAlice, provider.UserBob: provider.TenantBob}[user]
+		if c["sub"] != user || c["tenant"] != tenant || c["client_id"] != provider.ClientExchanger ||
+			!equalJSON(c["aud"], []string{"upstream-a", upstream}) {
+			t.Errorf("%s: claims = %v", user, c)
+		}
+		if act, _ := c["act"].(map[string]any); act["sub"] != provider.ClientExchanger {
+			t.Errorf("%s: act = %v", user, c["act"])
+		}
+		// The exchanged token is itself an active token of the provider.
+		in, err := p.Introspect(ctx, provider.ClientGateway, provider.ClientGatewaySecret, tr.AccessToken)
+		if err != nil || in["active"] != true || in["sub"] != user {
+			t.Errorf("%s: introspection = %v, %v", user, in, err)
+		}
+	}
+
+	expired := p.MustClientCredentials(t, provider.ClientExpired, provider.TestSecret, "")
+	refusals := []struct {
+		name, client, secret string
+		req                  oidctest.TokenExchangeRequest
+		code                 string
+	}{
+		{"client without the grant", provider.ClientGateway, provider.ClientGatewaySecret,
+			oidctest.TokenExchangeRequest{SubjectToken: alice, Audiences: []string{"a"}}, "unauthorized_client"},
+		{"wrong secret", provider.ClientExchanger, "nope",
+			oidctest.TokenExchangeRequest{SubjectToken: alice, Audiences: []string{"a"}}, "invalid_client"},
+		{"unknown subject token", provider.ClientExchanger, provider.ClientExchangerSecret,
+			oidctest.TokenExchangeRequest{SubjectToken: "not-a-token", Audiences: []string{"a"}}, "invalid_grant"},
+		{"expired subject token", provider.ClientExchanger, provider.ClientExchangerSecret,
+			oidctest.TokenExchangeRequest{SubjectToken: expired, Audiences: []string{"a"}}, "invalid_grant"},
+		{"scope beyond the subject token", provider.ClientExchanger, provider.ClientExchangerSecret,
+			oidctest.TokenExchangeRequest{SubjectToken: alice, Scopes: []string{"tools:admin"}}, "invalid_scope"},
+		{"resource with a fragment", provider.ClientExchanger, provider.ClientExchangerSecret,
+			oidctest.TokenExchangeRequest{SubjectToken: alice, Resources: []string{upstream + "#x"}}, "invalid_target"},
+		{"refresh token type", provider.ClientExchanger, provider.ClientExchangerSecret,
+			oidctest.TokenExchangeRequest{SubjectToken: alice, SubjectTokenType: "urn:ietf:params:oauth:token-type:refresh_token"}, "invalid_request"},
+	}
+	for _, tc := range refusals {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := p.TokenExchange(ctx, tc.client, tc.secret, tc.req)
+			wantOAuthError(t, err, tc.code)
+		})
+	}
+	// The client without the grant and the wrong secret are refused
+	// before the grant runs.
+	if s := p.Stats(t); s.TokenExchanges != int64(2+len(refusals)-2) {
+		t.Errorf("token_exchanges = %d, want %d", s.TokenExchanges, 2+len(refusals)-2)
+	}
 }
 
 func TestConfiguredClients(t *testing.T) {

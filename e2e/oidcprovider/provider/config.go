@@ -2,8 +2,9 @@
 // github.com/zitadel/oidc/v3/pkg/op with in-memory storage.
 //
 // It serves discovery (OpenID Connect and RFC 8414), a JWKS with RSA, EC and
-// Ed25519 keys, the token endpoint with the client_credentials and the
-// authorization_code (+PKCE, auto-approved for a configured user) grants,
+// Ed25519 keys, the token endpoint with the client_credentials, the
+// authorization_code (+PKCE, auto-approved for a configured user) and the
+// RFC 8693 token exchange grants,
 // RFC 9068 JWT access tokens or opaque ones, RFC 7662 introspection and
 // RFC 7009 revocation, plus a small admin API for tests (key rotation and
 // request counters). The e2e/oidcprovider main package runs it as its own
@@ -42,6 +43,10 @@ const (
 const (
 	GrantClientCredentials = "client_credentials"
 	GrantAuthorizationCode = "authorization_code"
+	// GrantTokenExchange is RFC 8693 token exchange: the client trades an
+	// active access token this provider issued for one of another audience
+	// with the same subject.
+	GrantTokenExchange = "urn:ietf:params:oauth:grant-type:token-exchange"
 )
 
 // SigningAlgs are the JWS algorithms the provider holds a key for. Every key
@@ -121,14 +126,16 @@ type Client struct {
 	// RedirectURIs are the registered redirect URIs (exact match; a loopback
 	// URI of a public client matches on any port, RFC 8252).
 	RedirectURIs []string `json:"redirect_uris,omitempty"`
-	// GrantTypes: client_credentials and/or authorization_code. Default:
+	// GrantTypes: client_credentials, authorization_code and/or
+	// GrantTokenExchange (RFC 8693, needs a secret). Default:
 	// client_credentials if the client has a secret, authorization_code if it
 	// has redirect URIs.
 	GrantTypes []string `json:"grant_types,omitempty"`
 	// Scopes are the scopes the client may request. Empty: any scope.
 	Scopes []string `json:"scopes,omitempty"`
 	// Resources are the resource indicators (RFC 8707) the client may
-	// request. Empty: any absolute URI without a fragment.
+	// request, and the audiences it may request in a token exchange.
+	// Empty: any absolute URI without a fragment (any audience).
 	Resources []string `json:"resources,omitempty"`
 	// Audience is the aud of tokens requested without a resource parameter.
 	// Default: the client ID.
@@ -300,6 +307,10 @@ func (c *Config) Validate() error {
 			case GrantClientCredentials:
 				if cl.Secret == "" {
 					errs = append(errs, fmt.Errorf("%s.grant_types: client_credentials needs a secret", p))
+				}
+			case GrantTokenExchange:
+				if cl.Secret == "" {
+					errs = append(errs, fmt.Errorf("%s.grant_types: token exchange needs a secret", p))
 				}
 			case GrantAuthorizationCode:
 				if len(cl.RedirectURIs) == 0 {

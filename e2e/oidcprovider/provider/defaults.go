@@ -11,6 +11,10 @@ const (
 	// ClientAgent is a confidential client for both grants.
 	ClientAgent       = "agent"
 	ClientAgentSecret = "agent-secret"
+	// ClientExchanger is a confidential client for client_credentials and
+	// RFC 8693 token exchange (any audience or resource).
+	ClientExchanger       = "exchanger"
+	ClientExchangerSecret = "exchanger-secret"
 	// ClientPublic is a public client (code + PKCE only).
 	ClientPublic = "public-agent"
 	// ClientOpaque gets opaque access tokens, readable only by introspection.
@@ -63,6 +67,10 @@ func DefaultConfig() *Config {
 				ID: ClientAgent, Secret: ClientAgentSecret, Tenant: TenantService,
 				RedirectURIs: []string{RedirectURI},
 				GrantTypes:   []string{GrantClientCredentials, GrantAuthorizationCode},
+			},
+			{
+				ID: ClientExchanger, Secret: ClientExchangerSecret, Tenant: TenantService,
+				GrantTypes: []string{GrantClientCredentials, GrantTokenExchange},
 			},
 			{ID: ClientPublic, RedirectURIs: []string{RedirectURI}},
 			{ID: ClientOpaque, Secret: ClientOpaqueSecret, Tenant: TenantService, AccessTokenFormat: FormatOpaque},

@@ -44,7 +44,10 @@ type Stats struct {
 	JWKSRequests          int64 `json:"jwks_requests"`
 	TokensIssued          int64 `json:"tokens_issued"`
 	IntrospectionRequests int64 `json:"introspection_requests"`
-	KeyGeneration         int   `json:"key_generation"`
+	// TokenExchanges counts RFC 8693 token exchange requests, granted or
+	// refused.
+	TokenExchanges int64 `json:"token_exchanges"`
+	KeyGeneration  int   `json:"key_generation"`
 }
 
 // RotateResult is the answer of PathRotate.
@@ -67,6 +70,7 @@ type Provider struct {
 	jwks          atomic.Int64
 	issued        atomic.Int64
 	introspection atomic.Int64
+	exchanges     atomic.Int64
 }
 
 // New builds a provider. cfg must have its Issuer set and be valid.
@@ -132,6 +136,7 @@ func (p *Provider) Stats() Stats {
 		JWKSRequests:          p.jwks.Load(),
 		TokensIssued:          p.issued.Load(),
 		IntrospectionRequests: p.introspection.Load(),
+		TokenExchanges:        p.exchanges.Load(),
 		KeyGeneration:         gen,
 	}
 }

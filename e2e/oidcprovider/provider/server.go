@@ -34,7 +34,7 @@ func (s *server) Discovery(ctx context.Context, r *op.Request[struct{}]) (*op.Re
 		return nil, err
 	}
 	if d, ok := resp.Data.(*oidc.DiscoveryConfiguration); ok {
-		d.GrantTypesSupported = []oidc.GrantType{oidc.GrantTypeCode, oidc.GrantTypeClientCredentials}
+		d.GrantTypesSupported = []oidc.GrantType{oidc.GrantTypeCode, oidc.GrantTypeClientCredentials, oidc.GrantTypeTokenExchange}
 		d.ResponseTypesSupported = []string{string(oidc.ResponseTypeCode)}
 		d.CodeChallengeMethodsSupported = []oidc.CodeChallengeMethod{oidc.CodeChallengeMethodS256}
 		d.DeviceAuthorizationEndpoint = ""
