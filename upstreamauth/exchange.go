@@ -286,7 +286,8 @@ func (e *Exchange) store(key string, t *exchanged) {
 func (e *Exchange) key(c *Caller, subject string) string {
 	rights := c.Rights
 	if !slices.IsSorted(rights) {
-		rights = slices.Sorted(slices.Values(rights))
+		rights = slices.Clone(rights)
+		slices.Sort(rights)
 	}
 	id := e.identityOf(subject)
 	n := len(c.Tenant) + len(c.Subject) + len(id) + 32
@@ -294,20 +295,21 @@ func (e *Exchange) key(c *Caller, subject string) string {
 		n += len(r) + 8
 	}
 	b := make([]byte, 0, n)
-	field := func(s string) {
-		b = strconv.AppendInt(b, int64(len(s)), 10)
-		b = append(b, ':')
-		b = append(b, s...)
-	}
-	field(c.Tenant)
-	field(c.Subject)
+	b = appendField(b, c.Tenant)
+	b = appendField(b, c.Subject)
 	b = strconv.AppendInt(b, int64(len(rights)), 10)
 	b = append(b, '[')
 	for _, r := range rights {
-		field(r)
+		b = appendField(b, r)
 	}
-	field(id)
+	b = appendField(b, id)
 	return string(b)
+}
+
+func appendField(b []byte, s string) []byte {
+	b = strconv.AppendInt(b, int64(len(s)), 10)
+	b = append(b, ':')
+	return append(b, s...)
 }
 
 // identityOf returns the identity digest of a subject token, memoised per
