@@ -122,9 +122,9 @@ type Authenticator struct {
 	// resource_metadata parameter (RFC 9728 section 5.1) starts an OAuth
 	// flow no authorization server could complete. The challenge is then
 	// the plain RFC 6750 one.
-	oauth bool
-	toolsets     map[string]map[string]string
-	log          *slog.Logger
+	oauth    bool
+	toolsets map[string]map[string]string
+	log      *slog.Logger
 }
 
 var _ gateway.Authenticator = (*Authenticator)(nil)
