@@ -159,7 +159,7 @@ func TestServeConfigRefusesUndeclared(t *testing.T) {
 	srv := httptest.NewServer(up.Handler())
 	defer srv.Close()
 	cfg := filepath.Join(t.TempDir(), "mcpgate.yaml")
-	yaml := "upstreams:\n  - name: crm\n    url: " + srv.URL + "/mcp\n    tools:\n      find_customers: {effect: read}\ncatalog:\n  disabled: true\n"
+	yaml := "upstreams:\n  - name: crm\n    url: " + srv.URL + "/mcp\n    tools:\n      find_customers: {effect: read}\n"
 	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}

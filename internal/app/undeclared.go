@@ -95,15 +95,17 @@ func (a *App) instructionsNote(upstream string) string {
 
 // reportTools logs, per upstream, how many tools it lists, how many are
 // usable and under which rule, and the next step. Without the catalog it
-// lists each upstream once (what instructionsNote then uses); an upstream
-// that cannot be listed gets a warning, not a failed start.
+// lists once each upstream whose undeclared tools are confirmed (what
+// instructionsNote then uses; other upstreams are not asked anything the
+// configuration did not ask for); an upstream that cannot be listed gets
+// a warning, not a failed start.
 func (a *App) reportTools(ctx context.Context, cfg *config.Config) {
 	ups := catalogUpstreams(cfg, a.id)
 	var wg sync.WaitGroup
 	for i, u := range cfg.Upstreams {
 		wg.Go(func() {
 			names, ok := a.listedTools(u.Name)
-			if !ok && a.catalog == nil {
+			if !ok && a.catalog == nil && u.UndeclaredTools == policy.UndeclaredConfirm {
 				snap, err := catalog.List(ctx, ups[i], catalog.ListOptions{Timeout: firstListingTimeout, MaxPages: cfg.Catalog.MaxPages})
 				if err != nil {
 					a.log.Warn("the upstream's tools could not be listed at start, so the gateway cannot say which of them are declared; its calls fail until it answers", "upstream", u.Name, "error", err)
