@@ -238,6 +238,19 @@ type Upstream struct {
 	//
 	// Default: none.
 	Tools map[string]policy.ToolDeclaration `yaml:"tools"`
+	// What happens to a tool this upstream lists that `tools` does not
+	// declare: `refuse` hides it from `tools/list` and refuses its calls
+	// (`tool_not_declared`, naming the declaration to add); `confirm` lists
+	// it and treats every call as the most guarded class a person can
+	// confirm in the client (the `delete` class: a preview with the exact
+	// arguments, then `confirm_action` or the client's elicitation; the
+	// `writes` rate bucket), so nothing that may have an effect runs
+	// unconfirmed. `confirm` needs the [`store`](#store) section (pending
+	// confirmations live there). The upstream's annotations never decide.
+	//
+	// Default: `refuse` (`confirm` in the one-line mode `mcpgate serve
+	// --upstream URL`).
+	UndeclaredTools string `yaml:"undeclared_tools"`
 	// The `aud` of the identity assertions (see [`assertion`](#assertion))
 	// this upstream receives; the upstream checks that it is its own, so an
 	// assertion meant for one upstream is refused by another. No spaces or

@@ -182,10 +182,16 @@ func TestDecodersAgree(t *testing.T) {
 
 func TestDefault(t *testing.T) {
 	cfg := Default("http://127.0.0.1:3000/mcp")
+	// Undeclared tools are listed and confirmed, which needs a store: the
+	// caller (serve) adds one.
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), `upstreams[0].undeclared_tools: "confirm" needs the store section`) {
+		t.Fatalf("Validate without a store = %v", err)
+	}
+	cfg.Store = &Store{Bolt: &BoltStore{Path: filepath.Join(t.TempDir(), "state.db")}}
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
-	want := Upstream{Name: "default", URL: "http://127.0.0.1:3000/mcp", Route: "/mcp", Timeout: DurationOf(DefaultUpstreamTimeout), Audience: "http://127.0.0.1:3000/mcp"}
+	want := Upstream{Name: "default", URL: "http://127.0.0.1:3000/mcp", Route: "/mcp", Timeout: DurationOf(DefaultUpstreamTimeout), Audience: "http://127.0.0.1:3000/mcp", UndeclaredTools: policy.UndeclaredConfirm}
 	if len(cfg.Upstreams) != 1 || !reflect.DeepEqual(cfg.Upstreams[0], want) {
 		t.Errorf("Upstreams = %+v, want [%+v]", cfg.Upstreams, want)
 	}
@@ -210,7 +216,7 @@ func TestApplyDefaults(t *testing.T) {
 	c.ApplyDefaults()
 	want := Config{
 		Listeners: Listeners{Proxy: Listener{Address: DefaultProxyAddress}, Admin: Listener{Address: DefaultAdminAddress}, ExtProc: ExtProcListener{MessageBudget: DurationOf(DefaultMessageBudget), MaxMessageBudget: DurationOf(DefaultMaxMessageBudget), UpstreamHeader: DefaultUpstreamHeader}},
-		Upstreams: []Upstream{{Name: "a", URL: "http://a", Route: DefaultRoutePath, Timeout: DurationOf(DefaultUpstreamTimeout), Audience: "http://a"}},
+		Upstreams: []Upstream{{Name: "a", URL: "http://a", Route: DefaultRoutePath, Timeout: DurationOf(DefaultUpstreamTimeout), Audience: "http://a", UndeclaredTools: policy.UndeclaredRefuse}},
 		Policy:    Policy{Watch: ptr(true)},
 		Limits: Limits{
 			MaxBodyBytes: DefaultMaxBodyBytes, MaxJSONDepth: DefaultMaxJSONDepth, MaxSSEEventBytes: DefaultMaxSSEEventBytes,
@@ -333,6 +339,7 @@ func TestValidate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := Default("http://127.0.0.1:3000/mcp")
 			c.Upstreams[0].Name = "a"
+			c.Store = &Store{Bolt: &BoltStore{Path: filepath.Join(t.TempDir(), "state.db")}}
 			tt.modify(c)
 			err := c.Validate()
 			if tt.want == nil {

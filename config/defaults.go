@@ -3,6 +3,8 @@ package config
 import (
 	"log/slog"
 	"net/url"
+
+	"github.com/mcpgate/mcpgate/policy"
 )
 
 // DefaultUpstreamName is the name of the one upstream of Default.
@@ -30,6 +32,9 @@ func (c *Config) ApplyDefaults() {
 			u.Route = DefaultRoutePath
 		}
 		u.Timeout.orDefault(DefaultUpstreamTimeout)
+		if u.UndeclaredTools == "" {
+			u.UndeclaredTools = policy.UndeclaredRefuse
+		}
 		if u.Audience == "" {
 			u.Audience = defaultAudience(*u)
 		}
@@ -67,13 +72,16 @@ func (c *Config) ApplyDefaults() {
 
 // Default returns the built-in configuration of the one-line mode
 // `mcpgate serve --upstream URL`: one upstream named "default" at
-// upstreamURL, served on route /mcp, every other key at its default (no
-// tool declarations, the embedded default policy). It does not validate:
-// call Validate, which reports a bad URL.
+// upstreamURL, served on route /mcp, its undeclared tools listed and
+// called only after a person confirms (undeclared_tools: confirm), every
+// other key at its default (no tool declarations, the embedded default
+// policy). Confirmation needs a store, which it leaves to the caller
+// (serve puts a bolt file in a fresh temporary directory). It does not
+// validate: call Validate, which reports a bad URL and a missing store.
 func Default(upstreamURL string) *Config {
 	// No tool is declared in this mode and the upstream is anything: the
 	// catalog (schema validation, pinning) is off.
-	c := &Config{Upstreams: []Upstream{{Name: DefaultUpstreamName, URL: upstreamURL}}, Catalog: Catalog{Disabled: true}}
+	c := &Config{Upstreams: []Upstream{{Name: DefaultUpstreamName, URL: upstreamURL, UndeclaredTools: policy.UndeclaredConfirm}}, Catalog: Catalog{Disabled: true}}
 	c.ApplyDefaults()
 	return c
 }

@@ -173,6 +173,15 @@ func (c *Config) validateUpstreams(p *problems) {
 		checkURLTenant(p, at, u, routeOK, pattern.HasTenant())
 		checkDuration(p, at+".timeout", u.Timeout)
 		checkAudience(p, at+".audience", u)
+		switch u.UndeclaredTools {
+		case policy.UndeclaredRefuse:
+		case policy.UndeclaredConfirm:
+			if c.Store == nil {
+				p.add(at+".undeclared_tools", "%q needs the store section: a person's confirmation waits there (e.g. store: {bolt: {path: /var/lib/mcpgate/state.db}})", u.UndeclaredTools)
+			}
+		default:
+			p.add(at+".undeclared_tools", "%q must be %q or %q", u.UndeclaredTools, policy.UndeclaredRefuse, policy.UndeclaredConfirm)
+		}
 		for _, tool := range slices.Sorted(maps.Keys(u.Tools)) {
 			// One tool at a time, so that each problem carries the
 			// tool's own key path (and so its line).

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -63,6 +64,9 @@ type differentialUpstream struct {
 	name    string
 	handler http.Handler
 	tools   map[string]policy.ToolDeclaration
+	// undeclared is its undeclared_tools ("" for the default, refuse);
+	// "confirm" gives the gateway a store.
+	undeclared string
 }
 
 func startDifferential(t *testing.T, extra ...differentialUpstream) *differentialEnv {
@@ -88,8 +92,11 @@ func startDifferential(t *testing.T, extra ...differentialUpstream) *differentia
 	for _, x := range extra {
 		srv := httptest.NewServer(x.handler)
 		t.Cleanup(srv.Close)
-		cfg.Upstreams = append(cfg.Upstreams, config.Upstream{Name: x.name, URL: srv.URL + "/mcp", Route: "/" + x.name + "/mcp", Tools: x.tools})
+		cfg.Upstreams = append(cfg.Upstreams, config.Upstream{Name: x.name, URL: srv.URL + "/mcp", Route: "/" + x.name + "/mcp", Tools: x.tools, UndeclaredTools: x.undeclared})
 		targets[x.name] = srv.URL
+		if x.undeclared == policy.UndeclaredConfirm && cfg.Store == nil {
+			cfg.Store = &config.Store{Bolt: &config.BoltStore{Path: filepath.Join(t.TempDir(), "state.db")}}
+		}
 	}
 	// These cases compare the relay of forwarded answers (SSE progress
 	// before a filtered list, a large list): tools/list is forwarded only

@@ -621,8 +621,10 @@ func TestIdentityAssertion(t *testing.T) {
 		h = bearer("", "tools/call", "find_customers")
 		h.Set(assertion.Header, stolen)
 		mark = e.rec.count()
+		// (This environment takes gateway tokens only: the plain Bearer
+		// challenge, no protected resource metadata.)
 		e.both(t, "POST", "", h, call("3", "find_customers", `{"query":""}`),
-			want{status: 401, www: missingChallenge, contains: []string{`"code":"missing_token"`}})
+			want{status: 401, www: "Bearer", contains: []string{`"code":"missing_token"`}})
 		e.nothingReached(t, mark, "assertion without a credential")
 	})
 }
@@ -698,7 +700,8 @@ func TestIdentitySessionBinding(t *testing.T) {
 			want{status: 200, www: "-", contains: []string{"B-1001", "Boiler"}, absent: []string{toolError}}.check(t, "alice tools/call", a)
 			// Without a credential: 401 before the session is looked at.
 			a, _ = exchange(t, "POST", v.base+"/mcp", old25("", sid), list)
-			want{status: 401, www: missingChallenge, contains: []string{`"missing_token"`}}.check(t, "no token", a)
+			// (Gateway tokens only: the plain Bearer challenge.)
+			want{status: 401, www: "Bearer", contains: []string{`"missing_token"`}}.check(t, "no token", a)
 			// Alice ends the session; then it is unknown to her too.
 			if a, _ := exchange(t, "DELETE", v.base+"/mcp", old25(alice, sid), nil); a.Status/100 != 2 {
 				t.Errorf("alice DELETE: %+v", a)

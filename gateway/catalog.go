@@ -289,9 +289,10 @@ var finderPrefixes = []string{"find_", "search_", "list_", "get_"}
 const maxFinders = 16
 
 // notFound reports whether a tools/call names a tool the caller cannot
-// find: undeclared, hidden, or not listed by the upstream.
+// find: undeclared (and not listed for confirmation), hidden, or not
+// listed by the upstream.
 func notFound(t *policy.Tool) bool {
-	return !t.Declared || t.Hidden || (t.Catalog != nil && !t.Catalog.Listed)
+	return (!t.Declared && t.Undeclared == "") || t.Hidden || (t.Catalog != nil && !t.Catalog.Listed)
 }
 
 // finders returns the candidates a "not found" refusal may point to

@@ -42,8 +42,11 @@ var effectPhrases = map[string]string{
 // the tool does and exactly the arguments that go out, in their exact
 // canonical form (canonical: members sorted, numbers as written), so the
 // same call always reads the same.
-func confirmSummary(title, tool, effect string, canonicalArgs []byte) string {
+func confirmSummary(title, tool, effect string, declared bool, canonicalArgs []byte) string {
 	phrase := effectPhrases[effect]
+	if !declared {
+		phrase = "not declared: what it does is unknown"
+	}
 	if phrase == "" {
 		phrase = "acts outside the conversation"
 	}
@@ -92,7 +95,7 @@ func (p *Pipeline) preview(ctx context.Context, x *Exchange, d *policy.Decision)
 	a := store.Action{
 		ID: id, Tenant: pr.Tenant, Subject: pr.Subject, Connection: connectionOf(pr), Upstream: x.req.Upstream,
 		Tool: x.msg.Name, Effect: d.Effect, Arguments: bytes.Clone(arguments), Resume: resume, ArgsDigest: digest, ToolHash: hash,
-		Summary: confirmSummary(title, x.msg.Name, d.Effect, canon) + answers, Approval: approval,
+		Summary: confirmSummary(title, x.msg.Name, d.Effect, x.toolView.Declared, canon) + answers, Approval: approval,
 		CreatedAt: now, ExpiresAt: now.Add(w.confirmTTL()), State: store.ActionPending,
 	}
 	if c := x.input.Message.Client; c != nil {

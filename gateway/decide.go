@@ -53,7 +53,8 @@ func clientInfo(m *mcp.Message) *mcp.Implementation {
 }
 
 // tool returns the policy view of a tool's declaration; an undeclared tool
-// has Declared false and no effect (the policy's fail-closed default).
+// has Declared false and no effect (the policy's fail-closed default), and
+// Undeclared set when its upstream lists and confirms such tools.
 func (p *Pipeline) tool(upstream, name string) *policy.Tool {
 	t := p.toolValue(upstream, name)
 	return &t
@@ -62,7 +63,11 @@ func (p *Pipeline) tool(upstream, name string) *policy.Tool {
 // toolValue is tool's value.
 func (p *Pipeline) toolValue(upstream, name string) policy.Tool {
 	d, ok := p.opts.Declarations[upstream][name]
-	return policy.Tool{Name: name, Declared: ok, ToolDeclaration: d, Toolsets: p.opts.Toolsets.Holding(upstream, name)}
+	t := policy.Tool{Name: name, Declared: ok, ToolDeclaration: d, Toolsets: p.opts.Toolsets.Holding(upstream, name)}
+	if !ok && p.opts.UndeclaredTools[upstream] == policy.UndeclaredConfirm {
+		t.Undeclared = policy.UndeclaredConfirm
+	}
+	return t
 }
 
 // logRefusal writes one line per policy refusal with the decision id, so a

@@ -36,6 +36,18 @@ var _ Decider = (*policy.Engine)(nil)
 type Options struct {
 	// Declarations are the per-tool declarations, upstream → tool → declaration.
 	Declarations map[string]map[string]policy.ToolDeclaration
+	// UndeclaredTools say, per upstream, what happens to the tools it lists
+	// that Declarations do not declare (policy.Tool.Undeclared):
+	// policy.UndeclaredConfirm lists them and has every call confirmed by
+	// a person; absent (or policy.UndeclaredRefuse) hides and refuses them.
+	UndeclaredTools map[string]string
+	// Instructions returns a note the gateway adds to the instructions of
+	// an upstream's initialize and server/discover results (after the
+	// upstream's own, if any), e.g. which tools it hides because nobody
+	// declared them and what the operator can add: a client that reads
+	// the list before calling learns why tools are missing. nil, or "",
+	// adds nothing.
+	Instructions func(upstream string) string
 	// MaxBodyBytes bounds a request body, after decoding (413 above it).
 	MaxBodyBytes int64
 	// MaxJSONDepth bounds nesting in a JSON body (request or response).
@@ -182,7 +194,7 @@ func New(d Decider, o Options) *Pipeline {
 // after it returns run with o; requests in flight finish with the settings
 // they started with. o replaces every option, so callers start from
 // Options() and change the parts that may change at run time
-// (internal/app/reload.go): Declarations, MaxJSONDepth, MaxSSEEventBytes,
+// (internal/app/reload.go): Declarations, UndeclaredTools, MaxJSONDepth, MaxSSEEventBytes,
 // TenantArguments, SecretNames, Toolsets, Limits and Writes. The decider,
 // the open notification streams and the loop brake's runs are kept; the
 // caches of compiled schemas and result shapers start empty.

@@ -599,16 +599,45 @@ func (x *Exchange) filterList(ctx context.Context, result jsontext.Value) (jsont
 		}
 	}
 	kept := raw[:0:0]
+	var keptNames, effects []string
+	gatewayTools := false // an undeclared tool is listed for confirmation
 	for i, r := range raw {
 		if visible[items[i].Name] {
-			kept = append(kept, r)
+			kept, keptNames = append(kept, r), append(keptNames, items[i].Name)
+			if t := items[i].Tool; t != nil && !t.Declared && t.Undeclared == policy.UndeclaredConfirm {
+				gatewayTools, effects = true, append(effects, policy.EffectDelete)
+			} else if t != nil {
+				effects = append(effects, t.Effect)
+			}
 		}
+	}
+	gatewayTools = gatewayTools && x.p.opts.Writes != nil
+	if gatewayTools {
+		// The confirmation their calls need is mcpgate's confirm_action:
+		// listed, as the catalog lists it; an upstream tool of that name
+		// is not (the gateway answers it).
+		own := kept[:0:0]
+		for i, r := range kept {
+			if !isGatewayTool(keptNames[i]) {
+				own = append(own, r)
+			}
+		}
+		var buf bytes.Buffer
+		x.p.writeGatewayTools(jsontext.NewEncoder(&buf), effects)
+		for dec := jsontext.NewDecoder(&buf); dec.PeekKind() != 0; {
+			v, err := dec.ReadValue()
+			if err != nil {
+				break
+			}
+			own = append(own, bytes.Clone(v))
+		}
+		kept = own
 	}
 	// A list filtered for an authenticated caller is that caller's alone:
 	// under 2026-07-28 it must not be marked cacheable for everyone.
 	private := x.input.Principal.Authenticated && x.version >= mcp.Version20260728
 	scopeOK := !private || (scopeAt >= 0 && string(members[scopeAt].value) == `"private"`)
-	if len(kept) == len(raw) && scopeOK {
+	if len(kept) == len(raw) && scopeOK && !gatewayTools {
 		return nil, nil
 	}
 	var out bytes.Buffer
@@ -842,4 +871,44 @@ func (p *Pipeline) planShaping(_ context.Context, x *Exchange) *Verdict {
 	// text too.
 	x.shapeNotes = p.opts.Catalog != nil
 	return nil
+}
+
+// instructions is the note Options.Instructions gives for upstream, "" for
+// none.
+func (p *Pipeline) instructions(upstream string) string {
+	if p.opts.Instructions == nil {
+		return ""
+	}
+	return p.opts.Instructions(upstream)
+}
+
+// withInstructions returns an initialize or server/discover result with
+// note added to its instructions (MCP: InitializeResult.instructions, a
+// hint for the model): after the upstream's own text and a blank line, or
+// as the only text when it gives none. nil when note is "".
+func withInstructions(result jsontext.Value, note string) ([]byte, error) {
+	if note == "" {
+		return nil, nil
+	}
+	text := note
+	if v, ok, err := member(result, "instructions"); err != nil {
+		return nil, errors.Join(ErrUpstreamResponse, err)
+	} else if ok && v.Kind() == '"' {
+		var own string
+		if err := json.Unmarshal(v, &own); err != nil {
+			return nil, errors.Join(ErrUpstreamResponse, err)
+		}
+		if own != "" {
+			text = own + "\n\n" + note
+		}
+	}
+	value, err := json.Marshal(text)
+	if err != nil {
+		return nil, err
+	}
+	out, err := withMember(result, "instructions", value)
+	if err != nil {
+		return nil, errors.Join(ErrUpstreamResponse, err)
+	}
+	return out, nil
 }

@@ -213,6 +213,18 @@ func (x *Exchange) taskAnswer(result jsontext.Value) (out []byte, done bool, err
 	switch m := x.msg.Method; {
 	case m == mcp.MethodInitialize || m == mcp.MethodServerDiscover:
 		out, err = p.stripServerCapabilities(result)
+		if note := p.instructions(x.req.Upstream); err == nil && note != "" {
+			// The gateway's note on hidden or confirmed tools joins the
+			// upstream's instructions.
+			in := out
+			if in == nil {
+				in = result
+			}
+			var noted []byte
+			if noted, err = withInstructions(in, note); noted != nil {
+				out = noted
+			}
+		}
 	case m == mcp.MethodToolsCall:
 		task, ok, _ := member(result, "task")
 		if !ok || task.Kind() != '{' {

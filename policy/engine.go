@@ -340,6 +340,10 @@ func (e *Engine) memoEval(ctx context.Context, p *policyVersion, d *Decision, in
 // decision id, the tool and what the policy said).
 func (e *Engine) outOfBand(ctx context.Context, in *Input, d *Decision) {
 	t := in.Tool
+	if t != nil && d.Allow && !t.Declared && t.Undeclared == UndeclaredConfirm {
+		e.undeclaredConfirmed(ctx, t, d)
+		return
+	}
 	if t == nil || !d.Allow || !t.Declared || !(t.MovesMoney || t.LegallyBinding) {
 		return
 	}
@@ -352,6 +356,34 @@ func (e *Engine) outOfBand(ctx context.Context, in *Input, d *Decision) {
 		slog.Bool("policy_confirm", d.Confirm),
 		slog.String("policy_approval", d.Approval))
 	d.Confirm, d.Approval = true, ApprovalOutOfBand
+}
+
+// undeclaredConfirmed keeps the rule that an allowed call of a tool nobody
+// declared, on an upstream whose undeclared tools go through confirmation,
+// waits for a person: nothing that may have an effect runs unconfirmed,
+// whatever the policy answers. A policy that answered otherwise is
+// overruled (Confirm, the delete class unless it named a write class,
+// approval in the client unless it chose the approval page), and that is
+// logged.
+func (e *Engine) undeclaredConfirmed(ctx context.Context, t *Tool, d *Decision) {
+	if d.Confirm && d.Effect != "" && d.Effect != EffectRead && d.Effect != EffectSilentWrite {
+		return
+	}
+	e.log.LogAttrs(ctx, slog.LevelWarn, "policy decision overruled: a tool nobody declared is called only after a person confirms",
+		slog.String("decision_id", d.ID),
+		slog.String("tool", t.Name),
+		slog.Bool("policy_confirm", d.Confirm),
+		slog.String("policy_effect", d.Effect))
+	d.Confirm, d.Replay = true, false
+	if d.Effect == "" || d.Effect == EffectRead || d.Effect == EffectSilentWrite {
+		d.Effect = EffectDelete
+	}
+	if d.Approval != ApprovalOutOfBand {
+		d.Approval = ApprovalClient
+	}
+	if len(d.Buckets) == 0 {
+		d.Buckets = []string{"writes"}
+	}
 }
 
 // fail turns d into a deny with code, logs err and returns both.

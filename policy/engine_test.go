@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -103,8 +104,8 @@ func TestDefaultPolicyReasonText(t *testing.T) {
 	}
 	want := Reason{
 		Code:     CodeToolNotDeclared,
-		Cause:    `Tool "x" is not available on this server.`,
-		Fix:      "Call tools/list to see the tools you can use.",
+		Cause:    `Tool "x" is not available on this server: the gateway's operator has not declared what it does, and undeclared tools are refused.`,
+		Fix:      "Call tools/list to see the tools you can use. If the user needs x, tell them to ask the gateway's operator to declare it in the gateway configuration, under the upstream " + strconv.Quote(callInput("x", anonymous).Transport.Upstream) + ": `tools: {\"x\": {effect: <effect>}}`, where <effect> is what the tool really does: read, silent_write, notify, wake, alerting or delete; or to set `undeclared_tools: confirm` on that upstream so every call of an undeclared tool waits for a person's confirmation.",
 		NextTool: "tools/list",
 	}
 	if d.Allow || len(d.Reasons) != 1 || !reflect.DeepEqual(d.Reasons[0], want) {

@@ -56,8 +56,8 @@ func Example() {
 	// Output:
 	// true read
 	// false tool_not_declared
-	// Tool "drop_tables" is not available on this server.
-	// Call tools/list to see the tools you can use. → tools/list
+	// Tool "drop_tables" is not available on this server: the gateway's operator has not declared what it does, and undeclared tools are refused.
+	// Call tools/list to see the tools you can use. If the user needs drop_tables, tell them to ask the gateway's operator to declare it in the gateway configuration, under the upstream "crm": `tools: {"drop_tables": {effect: <effect>}}`, where <effect> is what the tool really does: read, silent_write, notify, wake, alerting or delete; or to set `undeclared_tools: confirm` on that upstream so every call of an undeclared tool waits for a person's confirmation. → tools/list
 }
 
 func ExampleValidateDeclarations() {

@@ -70,6 +70,7 @@ var (
 	kToolsets        = ast.StringTerm("toolsets")
 	kURITenants      = ast.StringTerm("uri_tenants")
 	kURIProblem      = ast.StringTerm("uri_problem")
+	kUndeclared      = ast.StringTerm("undeclared")
 )
 
 // vocabulary holds ready terms for the strings that recur in inputs:
@@ -291,6 +292,9 @@ func toolValue(t *Tool, c *termCaches) (*ast.Term, error) {
 	}
 	if len(t.Toolsets) > 0 {
 		kv = append(kv, [2]*ast.Term{kToolsets, stringsTerm(t.Toolsets)})
+	}
+	if t.Undeclared != "" {
+		kv = append(kv, [2]*ast.Term{kUndeclared, ast.StringTerm(t.Undeclared)})
 	}
 	if cat := t.Catalog; cat != nil {
 		ct, err := c.catalog(cat)

@@ -158,6 +158,7 @@ func memoKey(b []byte, in *Input) []byte {
 func keyTool(b []byte, t *Tool) []byte {
 	b = keyString(b, t.Name)
 	b = keyBool(b, t.Declared)
+	b = keyString(b, t.Undeclared)
 	d := &t.ToolDeclaration
 	b = keyString(b, d.Effect)
 	b = keyStrings(b, d.Rights)

@@ -167,7 +167,7 @@ func shadowItemFor(in *Input, input ast.Value, live Decision) shadowItem {
 	it := shadowItem{method: in.Message.Method, input: input, live: live, oob: &Input{}}
 	if t := in.Tool; t != nil {
 		it.tool = t.Name
-		it.oob.Tool = &Tool{Name: t.Name, Declared: t.Declared}
+		it.oob.Tool = &Tool{Name: t.Name, Declared: t.Declared, Undeclared: t.Undeclared}
 		it.oob.Tool.MovesMoney, it.oob.Tool.LegallyBinding = t.MovesMoney, t.LegallyBinding
 	}
 	return it

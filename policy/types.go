@@ -181,6 +181,11 @@ type Tool struct {
 	Name     string `json:"name"`
 	Declared bool   `json:"declared"`
 	ToolDeclaration
+	// Undeclared is, for a tool nobody declared (Declared false), what its
+	// upstream's operator chose for such tools (upstreams[].undeclared_tools):
+	// UndeclaredConfirm lists it and lets every call through a person's
+	// confirmation; "" (refuse) hides it. Always "" for a declared tool.
+	Undeclared string `json:"undeclared,omitempty"`
 	// Catalog is what mcpgate's own listing of the upstream says of the
 	// tool; nil when the catalog is off.
 	Catalog *ToolCatalog `json:"catalog,omitempty"`
@@ -243,6 +248,12 @@ const (
 	EffectWake        = "wake"
 	EffectAlerting    = "alerting"
 	EffectDelete      = "delete"
+)
+
+// What an upstream does with tools nobody declared (Tool.Undeclared).
+const (
+	UndeclaredRefuse  = "refuse"  // hidden from tools/list, calls refused (tool_not_declared)
+	UndeclaredConfirm = "confirm" // listed; every call waits for a person's confirmation
 )
 
 // Effects lists every effect class.

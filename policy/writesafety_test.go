@@ -170,3 +170,46 @@ func TestIsPath(t *testing.T) {
 		}
 	}
 }
+
+// A tool nobody declared, on an upstream whose undeclared tools are
+// confirmed, runs only after a person confirms, whatever the policy
+// answers: a permissive policy is overruled (confirm, the delete class,
+// approval in the client) and that is logged. A declared tool and a
+// refusal are left alone.
+func TestUndeclaredConfirmCannotBeOverruled(t *testing.T) {
+	policy := `package mcpgate
+
+decision := {"allow": true, "effect": "read", "confirm": false, "buckets": ["reads"]} if input.tool.name != "nope"
+decision := {"allow": false, "reasons": [{"code": "no", "cause": "No."}]} if input.tool.name == "nope"
+`
+	var logs logBuffer
+	e, err := New(context.Background(), Options{Dirs: []string{policyDir(t, policy)}, Logger: logs.logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	decide := func(tool *Tool) *Decision {
+		t.Helper()
+		in := callInput(tool.Name, alice)
+		in.Tool = tool
+		d, err := e.Decide(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	for range 2 { // the second time from the memo
+		d := decide(&Tool{Name: "drop_tables", Undeclared: UndeclaredConfirm})
+		if !d.Allow || !d.Confirm || d.Effect != EffectDelete || d.Approval != ApprovalClient || d.Replay {
+			t.Errorf("undeclared: %+v", d)
+		}
+		if l := logs.String(); !strings.Contains(l, `"decision_id":"`+d.ID+`"`) || !strings.Contains(l, "a tool nobody declared is called only after a person confirms") {
+			t.Errorf("the overrule is not logged:\n%s", l)
+		}
+	}
+	if d := decide(&Tool{Name: "search", Declared: true, ToolDeclaration: ToolDeclaration{Effect: EffectRead}}); d.Confirm || d.Effect != EffectRead {
+		t.Errorf("declared read changed: %+v", d)
+	}
+	if d := decide(&Tool{Name: "nope", Undeclared: UndeclaredConfirm}); d.Allow || d.Confirm {
+		t.Errorf("a refusal was changed: %+v", d)
+	}
+}

@@ -10,7 +10,10 @@
 #   - only the MCP methods listed in _methods are allowed, each as the
 #     kind (request or notification) it is listed with (responses a client
 #     sends to server requests are not evaluated);
-#   - a tool nobody declared is neither listed nor callable;
+#   - a tool nobody declared is neither listed nor callable, unless its
+#     upstream says undeclared_tools: confirm (input.tool.undeclared):
+#     then it is listed and every call waits for a person's confirmation,
+#     as the most guarded class (see _undeclared_call);
 #   - a declared tool marked hidden is neither listed nor callable;
 #   - an authenticated caller's effective rights (input.principal.rights:
 #     the credential's rights ∩ the person's live rights) must hold every
@@ -200,7 +203,10 @@ _reasons := [r | some r in _deny] if {
 #   - replay: replay protection, for silent_write;
 #   - buckets: the rate buckets of the effect class (_effect_buckets; a
 #     read declared expensive takes expensive_reads instead of reads).
-_call_decision := object.union(_plain_call[input.tool.effect], {"result": {"untrusted_text": input.tool.untrusted_text, "fields": input.tool.result_fields}}) if {
+_call_decision := _undeclared_call if {
+	input.tool.undeclared == "confirm"
+	not input.tool.declared == true
+} else := object.union(_plain_call[input.tool.effect], {"result": {"untrusted_text": input.tool.untrusted_text, "fields": input.tool.result_fields}}) if {
 	not _special_call
 } else := object.union(_plain_call[input.tool.effect], _result_member(input.tool)) if {
 	not _special_call
@@ -215,6 +221,24 @@ _call_decision := object.union(_plain_call[input.tool.effect], {"result": {"untr
 	},
 	object.union(_approval_member(input.tool), _result_member(input.tool)),
 )
+
+# METADATA
+# title: A call of an undeclared tool
+# description: |
+#   On an upstream with undeclared_tools: confirm, a tool nobody declared
+#   may do anything, so its calls get the most guarded handling a person
+#   can complete in the client: the effect class delete (confirm, no
+#   replay, the writes bucket), approved where a delete would be
+#   (_approval). The result is not shaped beyond the secret names.
+_undeclared_call := {
+	"allow": true,
+	"reasons": [],
+	"effect": "delete",
+	"confirm": true,
+	"approval": _approval({"effect": "delete"}),
+	"replay": false,
+	"buckets": _effect_buckets.delete,
+}
 
 # The hot path: the answer for a plain tool of each effect class, without
 # approval data (the general branch above gives the same for these).
@@ -405,7 +429,9 @@ _not_found_fix := sprintf("Call %s to find what you are looking for, or tools/li
 #   THE visibility rule: tools/list shows a tool exactly when it holds, and
 #   tools/call is allowed only when it holds. A tool is visible when it is
 #   declared with a known effect class, not hidden, and (for an
-#   authenticated principal) every right it declares is held. A missing
+#   authenticated principal) every right it declares is held; or, on an
+#   upstream with undeclared_tools: confirm, when it is undeclared (its
+#   calls then need a person's confirmation: _undeclared_call). A missing
 #   tool is not visible.
 _tool_visible(tool) if {
 	tool.declared == true
@@ -414,6 +440,17 @@ _tool_visible(tool) if {
 	not _lacks_rights(tool)
 	not _catalog_blocks(tool)
 	not _outside_toolset(tool)
+}
+
+_tool_visible(tool) if {
+	_undeclared_confirm(tool)
+	not _catalog_blocks(tool)
+	not _outside_toolset(tool)
+}
+
+_undeclared_confirm(tool) if {
+	not tool.declared == true
+	tool.undeclared == "confirm"
 }
 
 # METADATA
@@ -456,6 +493,7 @@ _tool_refusals(tool) := reasons if {
 
 _refusals_undeclared(tool) := {_reason_tool_not_declared(tool.name)} if {
 	not tool.declared == true
+	not tool.undeclared == "confirm"
 } else := set()
 
 _refusals_declaration(tool) := {_reason_invalid_tool_declaration(tool.name)} if {
@@ -558,6 +596,9 @@ _outside_toolset(tool) if {
 
 _refusals_toolset(tool) := {_reason_not_in_toolset(tool)} if {
 	tool.declared == true
+	_outside_toolset(tool)
+} else := {_reason_not_in_toolset(tool)} if {
+	_undeclared_confirm(tool)
 	_outside_toolset(tool)
 } else := set()
 
@@ -672,10 +713,14 @@ _reason_arguments_not_object := {
 
 _reason_tool_not_declared(name) := {
 	"code": "tool_not_declared",
-	"cause": sprintf("Tool %q is not available on this server.", [name]),
-	"fix": _not_found_fix,
+	"cause": sprintf("Tool %q is not available on this server: the gateway's operator has not declared what it does, and undeclared tools are refused.", [name]),
+	"fix": sprintf("%s If the user needs %s, tell them to ask the gateway's operator to declare it in the gateway configuration, under the upstream %q: `tools: {%q: {effect: <effect>}}`, where <effect> is what the tool really does: read, silent_write, notify, wake, alerting or delete; or to set `undeclared_tools: confirm` on that upstream so every call of an undeclared tool waits for a person's confirmation.", [_not_found_fix, name, _upstream_name, name]),
 	"next_tool": _not_found_next,
 }
+
+default _upstream_name := ""
+
+_upstream_name := input.transport.upstream
 
 _reason_invalid_tool_declaration(name) := {
 	"code": "invalid_tool_declaration",

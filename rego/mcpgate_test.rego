@@ -189,10 +189,50 @@ test_undeclared_tool_denied if {
 	d := mcpgate.decision with input as _call(_unknown, _anonymous)
 	d == {"allow": false, "reasons": [{
 		"code": "tool_not_declared",
-		"cause": "Tool \"unknown\" is not available on this server.",
-		"fix": "Call tools/list to see the tools you can use.",
+		"cause": "Tool \"unknown\" is not available on this server: the gateway's operator has not declared what it does, and undeclared tools are refused.",
+		"fix": "Call tools/list to see the tools you can use. If the user needs unknown, tell them to ask the gateway's operator to declare it in the gateway configuration, under the upstream \"crm\": `tools: {\"unknown\": {effect: <effect>}}`, where <effect> is what the tool really does: read, silent_write, notify, wake, alerting or delete; or to set `undeclared_tools: confirm` on that upstream so every call of an undeclared tool waits for a person's confirmation.",
 		"next_tool": "tools/list",
 	}]}
+}
+
+# An upstream with undeclared_tools: confirm: its undeclared tools are
+# listed, and every call is the guarded class a person confirms.
+_unknown_confirm := object.union(_unknown, {"undeclared": "confirm"})
+
+test_undeclared_confirm_listed if {
+	d := mcpgate.decision with input as _list("tools/list", [{"name": "unknown", "tool": _unknown_confirm}, {"name": "other", "tool": _unknown}], _anonymous)
+	d.visible == ["unknown"]
+}
+
+test_undeclared_confirm_call_needs_confirmation if {
+	d := mcpgate.decision with input as _call(_unknown_confirm, _anonymous)
+	d == {"allow": true, "reasons": [], "effect": "delete", "confirm": true, "approval": "client", "replay": false, "buckets": ["writes"]}
+}
+
+test_undeclared_confirm_approval_follows_delete if {
+	d := mcpgate.decision with input as _call(_unknown_confirm, _anonymous) with data.mcpgate.approval as {"delete": "out_of_band"}
+	d.approval == "out_of_band"
+	d.confirm == true
+}
+
+test_undeclared_confirm_outside_toolset if {
+	inp := _call(_unknown_confirm, object.union(_alice, {"toolset": "support"}))
+	d := mcpgate.decision with input as inp
+	d.allow == false
+	_codes(d) == {"tool_not_in_toolset"}
+}
+
+test_undeclared_confirm_not_listed_by_catalog if {
+	inp := _call(object.union(_unknown_confirm, {"catalog": {"listed": false}}), _anonymous)
+	d := mcpgate.decision with input as inp
+	d.allow == false
+	_codes(d) == {"tool_not_in_upstream"}
+}
+
+test_declared_tool_ignores_undeclared_member if {
+	d := mcpgate.decision with input as _call(object.union(_search, {"undeclared": "confirm"}), _anonymous)
+	d.effect == "read"
+	d.confirm == false
 }
 
 test_missing_tool_input_fails_closed if {
@@ -628,7 +668,8 @@ test_not_found_never_points_to_create_or_hidden_finders if {
 	]
 	d := mcpgate.decision with input as _call_with_finders(_unknown, _alice, finders)
 	d.reasons[0].next_tool == "tools/list"
-	d.reasons[0].fix == "Call tools/list to see the tools you can use."
+	startswith(d.reasons[0].fix, "Call tools/list to see the tools you can use. If the user needs")
+	not contains(d.reasons[0].fix, "_contact")
 }
 
 test_not_found_prefers_find_over_get if {

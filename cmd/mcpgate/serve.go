@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -45,12 +46,17 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	policyDir := fs.String("policy", "", "policy `directory` (overrides the config)")
 	extprocAddr := fs.String("extproc", "", "Envoy ext_proc gRPC listener `address` (host:port or unix:/path; overrides the config)")
 	noAuth := fs.Bool("no-auth", false, "run without authentication (explicit; logged loudly)")
+	var readTools namesFlag
+	fs.Var(&readTools, "read-tools", "one-line mode: declare these tools (comma-separated `names`) as reads, called without confirmation; your word, never the upstream's annotations")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	var problems []error
 	if (*cfgPath == "") == (*upstream == "") {
 		problems = append(problems, errors.New("give exactly one of --config or --upstream"))
+	}
+	if len(readTools) > 0 && *upstream == "" {
+		problems = append(problems, errors.New("--read-tools is for the one-line mode (--upstream); with --config, declare the tools under upstreams[].tools"))
 	}
 	if len(problems) > 0 {
 		return errors.Join(problems...)
@@ -64,6 +70,21 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	} else {
 		cfg = config.Default(*upstream)
+		if len(readTools) > 0 {
+			cfg.Upstreams[0].Tools = map[string]policy.ToolDeclaration{}
+			for _, name := range readTools {
+				cfg.Upstreams[0].Tools[name] = policy.ToolDeclaration{Effect: policy.EffectRead}
+			}
+		}
+		// Undeclared tools wait for a person's confirmation, and pending
+		// confirmations live in a store: a bolt file of this process,
+		// removed at exit (a pending confirmation does not outlive it).
+		dir, err := os.MkdirTemp("", "mcpgate-state-")
+		if err != nil {
+			return fmt.Errorf("state directory for confirmations: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		cfg.Store = &config.Store{Bolt: &config.BoltStore{Path: filepath.Join(dir, "state.db")}}
 	}
 	// The flags override the file, at start and on each reload (SIGHUP).
 	override := func(cfg *config.Config) {
@@ -241,3 +262,18 @@ type stringsFlag []string
 
 func (s *stringsFlag) String() string     { return strings.Join(*s, ",") }
 func (s *stringsFlag) Set(v string) error { *s = append(*s, v); return nil }
+
+// namesFlag is a comma-separated list of names; repeating the flag adds
+// to it.
+type namesFlag []string
+
+func (n *namesFlag) String() string { return strings.Join(*n, ",") }
+
+func (n *namesFlag) Set(v string) error {
+	for name := range strings.SplitSeq(v, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			*n = append(*n, name)
+		}
+	}
+	return nil
+}

@@ -53,6 +53,9 @@ type App struct {
 	cfg     *config.Config
 	id      *identity
 	catalog *toolCatalog // nil when catalog.disabled
+	// listings are the tools each upstream listed at start, when the
+	// catalog is off (undeclared.go).
+	listings toolListings
 	// sealing seals the requestState of approvals asked through
 	// input_required (sealing.go).
 	sealing *sealingKeys
@@ -206,6 +209,8 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 		ListTTL:          rightsStaleness(cfg),
 		OnToolsChanged:   onToolsChanged,
 		Declarations:     decls,
+		UndeclaredTools:  undeclaredTools(cfg),
+		Instructions:     a.instructionsNote, // undeclared.go
 		MaxBodyBytes:     cfg.Limits.MaxBodyBytes,
 		MaxJSONDepth:     cfg.Limits.MaxJSONDepth,
 		MaxSSEEventBytes: cfg.Limits.MaxSSEEventBytes,
@@ -306,6 +311,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 		a.catalog.firstListing(ctx, cfg, log)
 		go a.catalog.c.Run(ctx)
 	}
+	a.reportTools(ctx, cfg) // undeclared.go
 	a.ready.Store(true)
 	return a, nil
 }

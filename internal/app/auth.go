@@ -48,6 +48,12 @@ func newAuthenticator(ctx context.Context, cfg *config.Config, id *identity, log
 		return nil, nil, err
 	}
 	for _, u := range cfg.Upstreams {
+		if len(issuers) == 0 {
+			// No protected resource metadata: clients are not sent into
+			// an OAuth flow (authn.Authenticator).
+			log.Info("route takes gateway tokens only (no OAuth issuer: no protected resource metadata)", "upstream", u.Name, "resource", an.ResourceURI(u.Name))
+			continue
+		}
 		log.Info("route is an OAuth protected resource", "upstream", u.Name, "resource", an.ResourceURI(u.Name),
 			"metadata", auth.ResourceMetadataPath(u.Route))
 	}

@@ -43,17 +43,12 @@ type catalogView struct {
 
 var _ gateway.ToolCatalog = (*toolCatalog)(nil)
 
-// newToolCatalog builds the catalog of every upstream; it lists them with
-// mcpgate's own identity (an assertion for the catalog's principal when
-// assertions are signed).
-func newToolCatalog(cfg *config.Config, id *identity, log *slog.Logger, reg prometheus.Registerer) (*toolCatalog, error) {
-	tc := &toolCatalog{manifestPath: cfg.Catalog.Manifest, refuseUnpinned: cfg.Catalog.Unpinned == config.CatalogUnpinnedRefuse}
-	if err := tc.loadManifest(); err != nil {
-		return nil, err
-	}
+// catalogUpstreams are the upstreams of cfg as the catalog lists them:
+// with mcpgate's own identity (an assertion for the catalog's principal
+// when assertions are signed).
+func catalogUpstreams(cfg *config.Config, id *identity) []catalog.Upstream {
 	var ups []catalog.Upstream
 	for _, u := range cfg.Upstreams {
-		u := u
 		up := catalog.Upstream{Name: u.Name, URL: u.URL}
 		if id.signer != nil {
 			aud := id.audiences[u.Name]
@@ -68,6 +63,18 @@ func newToolCatalog(cfg *config.Config, id *identity, log *slog.Logger, reg prom
 		}
 		ups = append(ups, up)
 	}
+	return ups
+}
+
+// newToolCatalog builds the catalog of every upstream; it lists them with
+// mcpgate's own identity (an assertion for the catalog's principal when
+// assertions are signed).
+func newToolCatalog(cfg *config.Config, id *identity, log *slog.Logger, reg prometheus.Registerer) (*toolCatalog, error) {
+	tc := &toolCatalog{manifestPath: cfg.Catalog.Manifest, refuseUnpinned: cfg.Catalog.Unpinned == config.CatalogUnpinnedRefuse}
+	if err := tc.loadManifest(); err != nil {
+		return nil, err
+	}
+	ups := catalogUpstreams(cfg, id)
 	c, err := catalog.New(catalog.Options{
 		Upstreams:  ups,
 		Refresh:    cfg.Catalog.Refresh.D(),

@@ -122,6 +122,7 @@ func (a *App) pipelineOptions(cfg *config.Config) (gateway.Options, error) {
 	}
 	o.Toolsets = ts
 	o.Declarations = declarations(cfg)
+	o.UndeclaredTools = undeclaredTools(cfg)
 	o.TenantArguments = cfg.Policy.TenantArguments
 	o.SecretNames = cfg.Policy.SecretNames
 	o.MaxJSONDepth = cfg.Limits.MaxJSONDepth
@@ -153,6 +154,18 @@ func reuseLimits(old, next *gateway.Limits, oldCfg, nextCfg config.RateLimits) *
 	return next
 }
 
+// undeclaredTools are the upstreams whose undeclared tools are listed and
+// confirmed (upstreams[].undeclared_tools), upstream → setting.
+func undeclaredTools(cfg *config.Config) map[string]string {
+	m := map[string]string{}
+	for _, u := range cfg.Upstreams {
+		if u.UndeclaredTools == policy.UndeclaredConfirm {
+			m[u.Name] = u.UndeclaredTools
+		}
+	}
+	return m
+}
+
 // declarations are the per-tool declarations of cfg, upstream → tool.
 func declarations(cfg *config.Config) map[string]map[string]policy.ToolDeclaration {
 	decls := map[string]map[string]policy.ToolDeclaration{}
@@ -166,7 +179,7 @@ func declarations(cfg *config.Config) map[string]map[string]policy.ToolDeclarati
 // change needs a restart. upstreams[NAME].tools stands for every
 // upstream's tools.
 var hotKeys = []string{
-	"upstreams[].tools",
+	"upstreams[].tools", "upstreams[].undeclared_tools",
 	"rate_limits.disabled", "rate_limits.buckets", "rate_limits.concurrency", "rate_limits.reserved_for_writes",
 	"rate_limits.loop_brake", "rate_limits.reads_when_unavailable", "rate_limits.default_deadline",
 	"write_safety.replay_window", "write_safety.confirm_ttl", "write_safety.wait_in_flight",
@@ -278,6 +291,7 @@ func mergeHot(prev, next *config.Config) *config.Config {
 		for _, n := range next.Upstreams {
 			if n.Name == eff.Upstreams[i].Name {
 				eff.Upstreams[i].Tools = n.Tools
+				eff.Upstreams[i].UndeclaredTools = n.UndeclaredTools
 			}
 		}
 	}

@@ -115,8 +115,16 @@ type Authenticator struct {
 	routes       map[string]*route // by upstream name
 	table        *routes.Table
 	docs         map[string][]byte // metadata path → document (exact routes)
-	toolsets     map[string]map[string]string
-	log          *slog.Logger
+	// oauth: an OAuth issuer is configured. Without one (gateway tokens
+	// only) no protected resource metadata is served nor named in a
+	// challenge: the MCP authorization spec requires authorization_servers
+	// in that document (at least one) and a client that finds the
+	// resource_metadata parameter (RFC 9728 section 5.1) starts an OAuth
+	// flow no authorization server could complete. The challenge is then
+	// the plain RFC 6750 one.
+	oauth    bool
+	toolsets map[string]map[string]string
+	log      *slog.Logger
 }
 
 var _ gateway.Authenticator = (*Authenticator)(nil)
@@ -182,7 +190,8 @@ func New(o Options) (*Authenticator, error) {
 		return nil, errors.New("authn: no route")
 	}
 	a := &Authenticator{v: o.Verifier, tokens: o.Tokens, rights: o.Rights, tenantHeader: strings.ToLower(o.TenantHeader),
-		issuers: o.Issuers, routes: map[string]*route{}, docs: map[string][]byte{}, toolsets: o.ClientToolsets, log: o.Logger}
+		issuers: o.Issuers, routes: map[string]*route{}, docs: map[string][]byte{}, toolsets: o.ClientToolsets, log: o.Logger,
+		oauth: o.Verifier != nil}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
@@ -239,6 +248,9 @@ func New(o Options) (*Authenticator, error) {
 		if err != nil {
 			return nil, err
 		}
+		if !a.oauth {
+			continue
+		}
 		a.docs[auth.ResourceMetadataPath(r.Path)] = doc
 		if !bare {
 			a.docs[auth.WellKnownProtectedResource] = doc
@@ -254,6 +266,9 @@ func New(o Options) (*Authenticator, error) {
 // followed by a path on a route with {tenant}, that tenant's, built for
 // the request (nothing is kept: anyone may ask for any tenant's).
 func (a *Authenticator) ResourceMetadata(path string) ([]byte, bool) {
+	if !a.oauth {
+		return nil, false
+	}
 	if doc, ok := a.docs[path]; ok {
 		return doc, true
 	}
@@ -536,7 +551,7 @@ func (a *Authenticator) failure(ctx context.Context, rt *target, r *gateway.Requ
 	getToken := a.howToGetToken(rt)
 	switch ae.Reason {
 	case auth.ReasonMissing:
-		return &gateway.AuthFailure{Status: 401, WWWAuthenticate: ae.WWWAuthenticate(rt.metadataURL), Code: gateway.AuthMissingToken,
+		return &gateway.AuthFailure{Status: 401, WWWAuthenticate: ae.WWWAuthenticate(a.metadataURL(rt)), Code: gateway.AuthMissingToken,
 			Message: a.needsToken(), Fix: getToken}
 	case auth.ReasonUnavailable:
 		a.log.LogAttrs(ctx, slog.LevelWarn, "access token cannot be verified now; refused (503)", slog.String("upstream", r.Upstream), slog.Any("error", err))
@@ -544,8 +559,17 @@ func (a *Authenticator) failure(ctx context.Context, rt *target, r *gateway.Requ
 			Message: "The access token cannot be verified right now: its authorization server cannot be reached.", Fix: "Retry in a little while."}
 	}
 	a.log.LogAttrs(ctx, slog.LevelDebug, "access token refused", slog.String("upstream", r.Upstream), slog.String("reason", string(ae.Reason)), slog.Any("error", err))
-	return &gateway.AuthFailure{Status: 401, WWWAuthenticate: ae.WWWAuthenticate(rt.metadataURL), Code: gateway.AuthInvalidToken,
+	return &gateway.AuthFailure{Status: 401, WWWAuthenticate: ae.WWWAuthenticate(a.metadataURL(rt)), Code: gateway.AuthInvalidToken,
 		Message: "The access token was refused: " + ae.Description() + ".", Fix: getToken}
+}
+
+// metadataURL is the resource_metadata of rt's challenges: none without an
+// OAuth issuer (see Authenticator.oauth).
+func (a *Authenticator) metadataURL(rt *target) string {
+	if !a.oauth {
+		return ""
+	}
+	return rt.metadataURL
 }
 
 // InsufficientScope returns the 403 challenge naming the scopes a request
@@ -556,7 +580,7 @@ func (a *Authenticator) InsufficientScope(r *gateway.Request, scopes []string) *
 		return nil
 	}
 	ae := &auth.Error{Reason: auth.ReasonInsufficientScope, Scopes: scopes}
-	return &gateway.AuthFailure{Status: 403, WWWAuthenticate: ae.WWWAuthenticate(rt.metadataURL), Code: gateway.AuthInsufficientScope,
+	return &gateway.AuthFailure{Status: 403, WWWAuthenticate: ae.WWWAuthenticate(a.metadataURL(rt)), Code: gateway.AuthInsufficientScope,
 		Message: "The access token's scopes do not cover this request.",
 		Fix:     "Ask the authorization server for a token with the scopes " + strings.Join(scopes, " ") + ", then retry."}
 }

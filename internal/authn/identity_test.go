@@ -235,6 +235,16 @@ func TestGatewayTokensOnly(t *testing.T) {
 	if fail == nil || fail.Status != 401 || strings.Contains(fail.Message+fail.Fix, "OAuth") || !strings.Contains(fail.Message, "MCP token") {
 		t.Fatalf("a server taking only MCP tokens must not ask for OAuth: %+v", fail)
 	}
+	// Nothing sends a client into an OAuth flow: the challenge names no
+	// resource metadata and none is served (no authorization server).
+	if fail.WWWAuthenticate != "Bearer" || strings.Contains(fail.WWWAuthenticate, "resource_metadata") {
+		t.Errorf("challenge = %q", fail.WWWAuthenticate)
+	}
+	for _, path := range []string{"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"} {
+		if b, ok := a.ResourceMetadata(path); ok {
+			t.Errorf("%s served without an OAuth issuer: %s", path, b)
+		}
+	}
 	if _, err := New(Options{ResourceBaseURL: "https://gw.example", Routes: []Route{{Upstream: "crm", Path: "/mcp"}}}); err == nil {
 		t.Error("no credential kind accepted")
 	}
