@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/mcpgate/mcpgate/gateway/routes"
 	"github.com/mcpgate/mcpgate/policy"
@@ -192,6 +194,68 @@ func (c *Config) validateUpstreams(p *problems) {
 				p.addErr(path, err, "%s", msg)
 			}
 		}
+		c.checkExposure(p, at, u)
+	}
+}
+
+// exposedNamePattern is an MCP tool name: 1–128 of A-Z, a-z, 0-9, _, -, ..
+var exposedNamePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+
+// gatewayToolNames are the tools mcpgate lists itself (with write safety
+// on); no upstream tool may be exposed under one.
+var gatewayToolNames = []string{"confirm_action", "reject_action", "list_recent_changes"}
+
+// checkExposure checks the tools' expose sections of upstream u: each
+// exposed name is a tool name, and the names clients call the upstream's
+// tools by are unique: a rename takes neither a declared tool's own name
+// nor another rename's name. Exposed text must not hide characters from a
+// reader.
+func (c *Config) checkExposure(p *problems, at string, u Upstream) {
+	taken := map[string]string{} // exposed name → the tool exposing it
+	for _, tool := range slices.Sorted(maps.Keys(u.Tools)) {
+		e := u.Tools[tool].Expose
+		if e == nil {
+			continue
+		}
+		path := keyPath(keyPath(at+".tools", tool), "expose")
+		if c.Catalog.Disabled {
+			p.add(path, "needs the catalog (catalog.disabled is true): tools/list shows exposed names from it")
+		}
+		if e.Name != "" && e.Name != tool {
+			switch other, dup := taken[e.Name]; {
+			case !exposedNamePattern.MatchString(e.Name):
+				p.add(path+".name", "%q is not a tool name: 1 to 128 characters of A-Z, a-z, 0-9, _, - and .", e.Name)
+			case slices.Contains(gatewayToolNames, e.Name):
+				p.add(path+".name", "%q is one of mcpgate's own tools (%s)", e.Name, strings.Join(gatewayToolNames, ", "))
+			case hasTool(u.Tools, e.Name):
+				p.add(path+".name", "%q is the name of another declared tool of upstream %q; exposed names must be unique", e.Name, u.Name)
+			case dup:
+				p.add(path+".name", "%q is also the exposed name of tool %q; exposed names must be unique", e.Name, other)
+			default:
+				taken[e.Name] = tool
+			}
+		}
+		checkExposedText(p, path+".title", e.Title, false)
+		checkExposedText(p, path+".description", e.Description, true)
+	}
+}
+
+func hasTool(tools map[string]policy.ToolDeclaration, name string) bool {
+	_, ok := tools[name]
+	return ok
+}
+
+// checkExposedText refuses text that would hide characters from a reader
+// of tools/list: control characters (line breaks and tabs allowed in a
+// description) and format characters (zero-width, bidi and tag
+// characters, Unicode category Cf).
+func checkExposedText(p *problems, path, s string, multiline bool) {
+	for i, r := range s {
+		if (multiline && (r == '\n' || r == '\t')) || !(unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError) {
+			continue
+		}
+		p.add(path, "holds the invisible or control character %U at byte %d; write plain text", r, i)
+		return
 	}
 }
 

@@ -514,6 +514,7 @@ type ctRecorder struct {
 
 type ctExchange struct {
 	Request, Response string
+	McpName           string // the request's Mcp-Name field
 }
 
 func (rc *ctRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -526,7 +527,7 @@ func (rc *ctRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	cw := &captureWriter{ResponseWriter: w}
 	rc.next.ServeHTTP(cw, r)
 	rc.mu.Lock()
-	rc.seen = append(rc.seen, ctExchange{Request: string(body), Response: cw.buf.String()})
+	rc.seen = append(rc.seen, ctExchange{Request: string(body), Response: cw.buf.String(), McpName: r.Header.Get("Mcp-Name")})
 	rc.mu.Unlock()
 }
 

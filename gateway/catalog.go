@@ -271,6 +271,10 @@ func (x *Exchange) lookupTool(name string) bool {
 	c := &x.cat
 	if !c.found || c.name != name {
 		c.tool, c.listed, c.loaded = x.p.opts.Catalog.Tool(x.req.Upstream, name)
+		if x.unexposed {
+			// A renamed tool is not listed under its own name.
+			c.tool, c.listed = CatalogTool{}, false
+		}
 		c.name, c.found = name, true
 	}
 	return c.loaded
@@ -302,8 +306,10 @@ func notFound(t *policy.Tool) bool {
 // picks a visible one; create tools are never candidates.
 func (p *Pipeline) finders(upstream, name string) []policy.Tool {
 	decls := p.opts.Declarations[upstream]
+	// Candidates are named as clients see them (expose.go).
 	candidate := func(n string) (policy.ToolDeclaration, bool) {
 		d, ok := decls[n]
+		n = p.exposure.exposedName(upstream, n)
 		if !ok || n == name || d.Effect != policy.EffectRead || d.Hidden {
 			return d, false
 		}
@@ -319,7 +325,7 @@ func (p *Pipeline) finders(upstream, name string) []policy.Tool {
 		tools, _ := c.Tools(upstream)
 		for i := range tools {
 			if d, ok := candidate(tools[i].Name); ok && len(out) < maxFinders {
-				t := policy.Tool{Name: tools[i].Name, Declared: true, ToolDeclaration: d, Catalog: catalogEntry(&tools[i])}
+				t := policy.Tool{Name: p.exposure.exposedName(upstream, tools[i].Name), Declared: true, ToolDeclaration: d, Catalog: catalogEntry(&tools[i])}
 				if _, err := p.schema(&tools[i]); err != nil {
 					t.Catalog.State = policy.CatalogUnusable
 				}
@@ -330,7 +336,7 @@ func (p *Pipeline) finders(upstream, name string) []policy.Tool {
 	}
 	for _, n := range slices.Sorted(maps.Keys(decls)) {
 		if d, ok := candidate(n); ok && len(out) < maxFinders {
-			out = append(out, policy.Tool{Name: n, Declared: true, ToolDeclaration: d})
+			out = append(out, policy.Tool{Name: p.exposure.exposedName(upstream, n), Declared: true, ToolDeclaration: d})
 		}
 	}
 	return out
@@ -593,14 +599,17 @@ func (p *Pipeline) listAnswer(ctx context.Context, x *Exchange) *Local {
 	_ = enc.WriteToken(jsontext.BeginArray)
 	var effects []string
 	for i := range tools {
-		if !visible[tools[i].Name] || (p.opts.Writes != nil && isGatewayTool(tools[i].Name)) {
+		if !visible[tools[i].Name] || (p.opts.Writes != nil && isGatewayTool(tools[i].Name)) || p.exposure.shadowed(x.req.Upstream, tools[i].Name) {
 			continue
 		}
 		effects = append(effects, items[i].Tool.Effect)
 		lt := tools[i]
-		// A toolset for small models may list short descriptions (toolsets.go).
-		lt.Description = p.opts.Toolsets.Description(toolset, x.req.Upstream, lt.Name, lt.Description)
-		if err := p.writeListedTool(enc, x.req.Upstream, &lt, items[i].Tool); err != nil {
+		// An exposed name and text (expose.go), then a toolset's short
+		// description for small models (toolsets.go).
+		name, title, desc := p.listedText(x.req.Upstream, &lt)
+		lt.Title = title
+		lt.Description = p.opts.Toolsets.Description(toolset, x.req.Upstream, lt.Name, desc)
+		if err := p.writeListedTool(enc, x.req.Upstream, name, &lt, items[i].Tool); err != nil {
 			p.log.LogAttrs(ctx, slog.LevelError, "a catalog tool cannot be listed", slog.String("tool", tools[i].Name), slog.Any("error", err))
 			continue
 		}
@@ -622,19 +631,20 @@ func (p *Pipeline) listAnswer(ctx context.Context, x *Exchange) *Local {
 	return local(200, mcp.ResultResponse(x.msg.ID, bytes.TrimSuffix(out.Bytes(), []byte("\n"))))
 }
 
-// writeListedTool writes one tools/list entry.
-func (p *Pipeline) writeListedTool(enc *jsontext.Encoder, upstream string, t *CatalogTool, pt *policy.Tool) error {
+// writeListedTool writes one tools/list entry: the catalog tool t listed
+// under name.
+func (p *Pipeline) writeListedTool(enc *jsontext.Encoder, upstream, name string, t *CatalogTool, pt *policy.Tool) error {
 	str := func(k, v string) {
 		_ = enc.WriteToken(jsontext.String(k))
 		_ = enc.WriteToken(jsontext.String(v))
 	}
 	_ = enc.WriteToken(jsontext.BeginObject)
-	str("name", t.Name)
+	str("name", name)
 	// Titles and descriptions reach the model: invisible, bidi and tag
 	// characters an upstream put in them are removed (lint reports them).
 	title := shape.Sanitise(t.Title, -1)
 	if title == "" {
-		title = titleFromName(t.Name)
+		title = titleFromName(name)
 	}
 	str("title", title)
 	if d := shape.Sanitise(t.Description, -1); d != "" {

@@ -66,14 +66,20 @@ func (p *Pipeline) preview(ctx context.Context, x *Exchange, d *policy.Decision)
 	if err != nil {
 		return p.writeFailure(ctx, x, d, "the arguments cannot be fingerprinted", err)
 	}
-	title, hash := titleFromName(x.msg.Name), ""
+	// The person confirming sees the tool as the client does (its
+	// exposed name and title) and, for a renamed tool, its own name.
+	tool := x.calledAs()
+	if tool != x.msg.Name {
+		tool += ", upstream tool " + x.msg.Name
+	}
+	title, hash := titleFromName(x.calledAs()), ""
 	if p.opts.Catalog != nil {
 		// The entry the policy judged (looked up once per request).
 		if x.lookupTool(x.msg.Name); x.cat.listed {
 			t := &x.cat.tool
 			hash = t.Hash
-			if t.Title != "" {
-				title = t.Title
+			if _, listed, _ := p.listedText(x.req.Upstream, t); listed != "" {
+				title = listed
 			}
 		}
 	}
@@ -95,7 +101,7 @@ func (p *Pipeline) preview(ctx context.Context, x *Exchange, d *policy.Decision)
 	a := store.Action{
 		ID: id, Tenant: pr.Tenant, Subject: pr.Subject, Connection: connectionOf(pr), Upstream: x.req.Upstream,
 		Tool: x.msg.Name, Effect: d.Effect, Arguments: bytes.Clone(arguments), Resume: resume, ArgsDigest: digest, ToolHash: hash,
-		Summary: confirmSummary(title, x.msg.Name, d.Effect, x.toolView.Declared, canon) + answers, Approval: approval,
+		Summary: confirmSummary(title, tool, d.Effect, x.toolView.Declared, canon) + answers, Approval: approval,
 		CreatedAt: now, ExpiresAt: now.Add(w.confirmTTL()), State: store.ActionPending,
 	}
 	if c := x.input.Message.Client; c != nil {

@@ -27,11 +27,15 @@ func (p *Pipeline) decide(ctx context.Context, x *Exchange, phase string, items 
 		}
 		if msg.Method == "tools/call" {
 			x.toolView = p.toolValue(r.Upstream, msg.Name)
+			if x.unexposed {
+				// A renamed tool called by its own name: undeclared.
+				x.toolView = policy.Tool{Name: msg.Name}
+			}
 			in.Tool = &x.toolView
 			in.Message.TenantArguments = tenantArguments(msg.Arguments, p.tenantArgs)
 			p.catalogTool(x)
 			if notFound(in.Tool) {
-				in.Finders = p.finders(r.Upstream, msg.Name)
+				in.Finders = p.finders(r.Upstream, x.calledAs())
 			}
 		}
 	}
@@ -91,6 +95,13 @@ func (p *Pipeline) logRefusal(ctx context.Context, x *Exchange, d *policy.Decisi
 func (p *Pipeline) policyDecision(ctx context.Context, x *Exchange) *Verdict {
 	msg := x.msg
 	d := p.decide(ctx, x, policy.PhaseRequest, nil)
+	if d.Allow && x.unexposed {
+		// A policy that lets undeclared tools through still never sends a
+		// renamed tool's call under its own name.
+		refused := *d
+		refused.Allow, refused.Reasons = false, []policy.Reason{unexposedReason(msg.Name)}
+		d = &refused
+	}
 	x.decision = d
 	if d.Allow {
 		x.outcome = OutcomeAllow

@@ -18,6 +18,7 @@
 //	query          query.go          a query parameter that would choose a tenant
 //	method         transport.go      OPTIONS preflight, GET/DELETE without a message, 405
 //	parse          parse.go          Content-Type, content coding, body size, JSON-RPC, method, MCP headers
+//	expose         expose.go         the name a tools/call calls its tool by → the tool's own name
 //	authenticate   authenticate.go   the credential (Authenticator), the toolset it is bound to
 //	kill_switch    killswitch.go     global and tenant kill switches (503)
 //	session        session.go        Mcp-Session-Id bound to its principal (older revisions)

@@ -210,39 +210,39 @@ func (p *Pipeline) elicitRetry(ctx context.Context, x *Exchange, body *[]byte) *
 		return nil
 	}
 	x.outcome = OutcomeDeny
-	again := "Call " + x.msg.Name + " again without requestState and inputResponses to get a fresh approval request."
+	again := "Call " + x.calledAs() + " again without requestState and inputResponses to get a fresh approval request."
 	w := p.opts.Writes
 	if w.Sealer == nil {
 		p.m.observeWrite("request_state_refused")
-		return toolRefusal(x, "request_state_invalid", "This requestState was sealed by a gateway, but this gateway holds no sealing keys to open it; nothing was sent.", again, x.msg.Name)
+		return toolRefusal(x, "request_state_invalid", "This requestState was sealed by a gateway, but this gateway holds no sealing keys to open it; nothing was sent.", again, x.calledAs())
 	}
 	plain, err := w.Sealer.Open(requestStatePurpose, sealed)
 	if err != nil {
 		p.m.observeWrite("request_state_refused")
 		p.log.LogAttrs(ctx, slog.LevelWarn, "sealed requestState refused", slog.String("tool", x.msg.Name), slog.Any("error", err))
-		return toolRefusal(x, "request_state_invalid", "The requestState was altered, was not issued by this gateway, or was sealed with a key it no longer holds; nothing was sent.", again, x.msg.Name)
+		return toolRefusal(x, "request_state_invalid", "The requestState was altered, was not issued by this gateway, or was sealed with a key it no longer holds; nothing was sent.", again, x.calledAs())
 	}
 	var st sealedState
 	if err := json.Unmarshal(plain, &st); err != nil || st.V != 1 {
 		p.m.observeWrite("request_state_refused")
-		return toolRefusal(x, "request_state_invalid", "The requestState cannot be read by this gateway version; nothing was sent.", again, x.msg.Name)
+		return toolRefusal(x, "request_state_invalid", "The requestState cannot be read by this gateway version; nothing was sent.", again, x.calledAs())
 	}
 	pr := &x.input.Principal
 	if st.Connection != connectionOf(pr) || st.Tenant != pr.Tenant || st.Subject != pr.Subject || st.Upstream != x.req.Upstream || st.Tool != x.msg.Name {
 		p.m.observeWrite("request_state_refused")
 		return toolRefusal(x, "request_state_mismatch", "This requestState was issued for another call or another caller; nothing was sent.",
-			"Retry only the exact call that received it, with the same credential. "+again, x.msg.Name)
+			"Retry only the exact call that received it, with the same credential. "+again, x.calledAs())
 	}
 	now := time.Now()
 	if now.Unix() >= st.Expires {
 		p.m.observeWrite("request_state_refused")
-		return toolRefusal(x, "request_state_expired", "This approval request expired at "+time.Unix(st.Expires, 0).UTC().Format(time.RFC3339)+"; nothing was sent.", again, x.msg.Name)
+		return toolRefusal(x, "request_state_expired", "This approval request expired at "+time.Unix(st.Expires, 0).UTC().Format(time.RFC3339)+"; nothing was sent.", again, x.calledAs())
 	}
 	a, err := w.Actions.Action(ctx, st.Action)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			p.m.observeWrite("request_state_refused")
-			return toolRefusal(x, "request_state_expired", "The action this requestState stood for is gone (expired); nothing was sent.", again, x.msg.Name)
+			return toolRefusal(x, "request_state_expired", "The action this requestState stood for is gone (expired); nothing was sent.", again, x.calledAs())
 		}
 		x.outcome = OutcomeError
 		p.log.LogAttrs(ctx, slog.LevelError, "pending action cannot be read", slog.Any("error", err))
@@ -250,7 +250,7 @@ func (p *Pipeline) elicitRetry(ctx context.Context, x *Exchange, body *[]byte) *
 	}
 	if a.Connection != st.Connection || a.Tool != st.Tool || a.ArgsDigest != st.Digest {
 		p.m.observeWrite("request_state_refused")
-		return toolRefusal(x, "request_state_mismatch", "This requestState does not match the action it names; nothing was sent.", again, x.msg.Name)
+		return toolRefusal(x, "request_state_mismatch", "This requestState does not match the action it names; nothing was sent.", again, x.calledAs())
 	}
 	if l := elicitStateRefusal(x, a, now); l != nil {
 		p.m.observeWrite("request_state_refused")
@@ -282,7 +282,7 @@ func (p *Pipeline) elicitRetry(ctx context.Context, x *Exchange, body *[]byte) *
 	}
 	x.outcome = OutcomeError
 	p.log.LogAttrs(ctx, slog.LevelError, "the approved call cannot be rebuilt", slog.Any("error", err))
-	return toolRefusal(x, "write_state_unavailable", "The gateway cannot rebuild the approved call; nothing was sent.", again, x.msg.Name)
+	return toolRefusal(x, "write_state_unavailable", "The gateway cannot rebuild the approved call; nothing was sent.", again, x.calledAs())
 }
 
 // elicitStateRefusal explains why the action of a sealed requestState

@@ -172,6 +172,8 @@ type Pipeline struct {
 	// resTenants the compiled ResourceTenants (resources.go).
 	lists      *listHub
 	resTenants resourceTenants
+	// exposure resolves the names tools are exposed under (expose.go).
+	exposure exposure
 	// removeFields are the request fields every forwarded request loses
 	// (forwardVerdict): the assertion header, the credentials when
 	// authentication is on, Options.StripHeaders. Capacity = length.
@@ -238,6 +240,7 @@ func build(o Options) *Pipeline {
 	if len(o.SecretNames) > 0 {
 		p.secretShaper = ts
 	}
+	p.exposure = newExposure(o.Declarations)
 	p.removeFields = []string{AssertionHeader}
 	if o.Authenticator != nil {
 		p.removeFields = append(p.removeFields, credentialHeaders...)
@@ -358,6 +361,11 @@ type Exchange struct {
 	input       policy.Input
 	decision    *policy.Decision
 	cat         catalogLookup // the catalog's answer for this request (catalog.go)
+	// exposedAs is the name a tools/call named its tool by when that is an
+	// exposed name (msg.Name is then the tool's own name); unexposed: the
+	// call named a renamed tool by its own name (expose.go).
+	exposedAs string
+	unexposed bool
 	// toolView and catEntry back input.Tool and input.Tool.Catalog of a
 	// tools/call (one allocation with the exchange instead of two more).
 	toolView policy.Tool

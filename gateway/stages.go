@@ -25,6 +25,7 @@ var requestStages = []stage{
 	{"query", (*Pipeline).queryGate},                 // query.go: no tenant in the query string
 	{"method", (*Pipeline).methodGate},               // transport.go: OPTIONS, GET/DELETE, 405
 	{"parse", (*Pipeline).parseMessage},              // parse.go: Content-Type, coding, JSON-RPC, MCP headers
+	{"expose", (*Pipeline).exposeName},               // expose.go: a tool's exposed name → its own name
 	{"authenticate", (*Pipeline).authenticate},       // authenticate.go: credential, toolset
 	{"kill_switch", (*Pipeline).killSwitch},          // killswitch.go
 	{"session", (*Pipeline).checkSession},            // session.go: Mcp-Session-Id binding

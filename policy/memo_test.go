@@ -145,6 +145,9 @@ func fillInput(v reflect.Value, n *int) {
 		fillInput(v.Elem(), n)
 	case reflect.Struct:
 		for i := range v.NumField() {
+			if hiddenFromPolicy(v.Type().Field(i)) {
+				continue
+			}
 			fillInput(v.Field(i), n)
 		}
 	case reflect.Slice:
@@ -190,6 +193,9 @@ func mutateInput(v reflect.Value, at *int, target int, path string) (string, boo
 		return mutateInput(v.Elem(), at, target, path)
 	case reflect.Struct:
 		for i := range v.NumField() {
+			if hiddenFromPolicy(v.Type().Field(i)) {
+				continue
+			}
 			if p, ok := mutateInput(v.Field(i), at, target, path+"."+v.Type().Field(i).Name); ok {
 				return p, true
 			}
@@ -214,6 +220,10 @@ func mutateInput(v reflect.Value, at *int, target int, path string) (string, boo
 	}
 	return "", false
 }
+
+// hiddenFromPolicy reports a field the policy never sees (json:"-", e.g.
+// ToolDeclaration.Expose): not part of the memo key.
+func hiddenFromPolicy(f reflect.StructField) bool { return f.Tag.Get("json") == "-" }
 
 // fullInput is an Input with every field set, and its variants: each
 // differs from it in exactly one place (one per change point).

@@ -320,6 +320,42 @@ type ToolDeclaration struct {
 	//
 	// Default: `0` (the gateway's default).
 	DeadlineMS int `json:"deadline_ms,omitempty" yaml:"deadline_ms,omitempty"`
+	// How clients see the tool: another name, title or description in
+	// `tools/list`. The upstream still receives the tool's own name; the
+	// policy, rights, toolsets, pinning, audit, metrics, replay protection
+	// and confirmations keep naming the tool by its own name. A renamed
+	// tool is not callable under its own name (refused like an undeclared
+	// tool). See [renaming and overriding
+	// tools](../guides/tool-contracts.md#renaming-and-overriding-tools).
+	//
+	// Default: none (the upstream's name and text).
+	Expose *ToolExposure `json:"-" yaml:"expose,omitempty"`
+}
+
+// ToolExposure is what clients see of a declared tool instead of the
+// upstream's own name and text. The policy never sees it.
+type ToolExposure struct {
+	// The name clients list and call the tool by: 1–128 characters of
+	// `A-Z`, `a-z`, `0-9`, `_`, `-`, `.`. Unique among the names the
+	// upstream's tools are exposed under: neither another declared tool's
+	// name nor another tool's `expose.name`, nor one of mcpgate's own
+	// tools (`confirm_action`, `reject_action`, `list_recent_changes`).
+	//
+	// Default: the tool's own name.
+	Name string `json:"name,omitempty" yaml:"name,omitempty"`
+	// The title `tools/list` shows instead of the upstream's. Linted like
+	// the upstream's text (`mcpgate manifest lint`); invisible, bidi and
+	// tag characters are refused.
+	//
+	// Default: the upstream's title.
+	Title string `json:"title,omitempty" yaml:"title,omitempty"`
+	// The description `tools/list` shows instead of the upstream's (a
+	// toolset's `descriptions` still replace it for that toolset). Linted
+	// like the upstream's text; invisible, bidi and tag characters are
+	// refused.
+	//
+	// Default: the upstream's description.
+	Description string `json:"description,omitempty" yaml:"description,omitempty"`
 }
 
 // Reason explains one part of a decision, in the error contract's terms.

@@ -19,7 +19,9 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpgate/mcpgate/config"
 	"github.com/mcpgate/mcpgate/internal/lint"
+	"github.com/mcpgate/mcpgate/policy"
 )
 
 const (
@@ -46,6 +48,8 @@ func cmdManifestLint(ctx context.Context, args []string, stdout, stderr io.Write
 	maxDesc := fs.Int("max-description", lint.DefaultMaxDescription, "bound on a description, in `characters`")
 	endpoint := fs.String("url", "", "the upstream's MCP endpoint `URL`")
 	timeout := fs.Duration("timeout", defaultLintTimeout, "bound on listing a live upstream")
+	cfgPath := fs.String("config", "", "lint the tools as the gateway exposes them: the `FILE`'s expose sections (upstreams[].tools.<tool>.expose) applied")
+	upstream := fs.String("upstream", "", "with --config: the upstream the tools are of (`NAME`; default: the only one)")
 	var headers headerFlag
 	fs.Var(&headers, "header", "`'Name: value'` added to every request to --url (repeatable)")
 
@@ -68,6 +72,9 @@ func cmdManifestLint(ctx context.Context, args []string, stdout, stderr io.Write
 	header, err := headers.parse()
 	if err != nil {
 		problems = append(problems, err.Error())
+	}
+	if *upstream != "" && *cfgPath == "" {
+		problems = append(problems, "--upstream needs --config")
 	}
 	if *failOn != lint.SeverityError && *failOn != lint.SeverityWarning {
 		problems = append(problems, fmt.Sprintf("--fail-on is %q; use error or warning", *failOn))
@@ -94,6 +101,12 @@ func cmdManifestLint(ctx context.Context, args []string, stdout, stderr io.Write
 		return errUsage
 	}
 
+	var decls map[string]policy.ToolDeclaration
+	if *cfgPath != "" {
+		if decls, err = exposedDeclarations(*cfgPath, *upstream); err != nil {
+			return err
+		}
+	}
 	var tools []jsontext.Value
 	var listFindings []lint.Finding
 	if u != nil {
@@ -107,6 +120,9 @@ func cmdManifestLint(ctx context.Context, args []string, stdout, stderr io.Write
 		return err
 	}
 
+	if decls != nil {
+		tools = lint.Exposed(tools, decls)
+	}
 	report := lint.Lint(tools, lint.Options{MaxDescription: *maxDesc})
 	report.Findings = append(report.Findings, listFindings...)
 
@@ -122,6 +138,27 @@ func cmdManifestLint(ctx context.Context, args []string, stdout, stderr io.Write
 		return fmt.Errorf("%w: %s at or above %s", errLintFailed, plural(n, "finding"), *failOn)
 	}
 	return nil
+}
+
+// exposedDeclarations returns the tool declarations of upstream (the only
+// one when "") in the configuration file path.
+func exposedDeclarations(path, upstream string) (map[string]policy.ToolDeclaration, error) {
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	if upstream == "" {
+		if len(cfg.Upstreams) != 1 {
+			return nil, fmt.Errorf("manifest lint: %s has %d upstreams; name one with --upstream", path, len(cfg.Upstreams))
+		}
+		return cfg.Upstreams[0].Tools, nil
+	}
+	for _, u := range cfg.Upstreams {
+		if u.Name == upstream {
+			return u.Tools, nil
+		}
+	}
+	return nil, fmt.Errorf("manifest lint: %s has no upstream %q", path, upstream)
 }
 
 // parseInterspersed parses flags that may come before or after the

@@ -1,0 +1,167 @@
+package gateway
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/mcpgate/mcpgate/gateway/mcp"
+	"github.com/mcpgate/mcpgate/policy"
+)
+
+// exposure maps the names clients call an upstream's tools by to the
+// tools' own names (policy.ToolDeclaration.Expose). Built once per
+// snapshot from the declarations; nil when no tool is renamed.
+type exposure map[string]*upstreamExposure
+
+type upstreamExposure struct {
+	original map[string]string // exposed name → the tool's own name
+	exposed  map[string]string // a renamed tool's own name → its exposed name
+}
+
+// newExposure indexes the renames of decls. Declarations are validated at
+// load (config): a name exposed twice is a configuration error; should one
+// slip through, the name is refused rather than resolved to either tool.
+func newExposure(decls map[string]map[string]policy.ToolDeclaration) exposure {
+	var e exposure
+	for upstream, tools := range decls {
+		for name, d := range tools {
+			if d.Expose == nil || d.Expose.Name == "" || d.Expose.Name == name {
+				continue
+			}
+			if e == nil {
+				e = exposure{}
+			}
+			u := e[upstream]
+			if u == nil {
+				u = &upstreamExposure{original: map[string]string{}, exposed: map[string]string{}}
+				e[upstream] = u
+			}
+			if _, dup := u.original[d.Expose.Name]; dup {
+				u.original[d.Expose.Name] = ""
+			} else {
+				u.original[d.Expose.Name] = name
+			}
+			u.exposed[name] = d.Expose.Name
+		}
+	}
+	return e
+}
+
+// resolveTool returns the tool's own name on upstream for the name a
+// client calls it by, the one place where exposed names are resolved: an
+// exposed name gives the renamed tool, a tool's own name gives itself
+// unless the tool is renamed (then ok is false: the tool is not callable
+// under its own name).
+func (e exposure) resolveTool(upstream, name string) (original string, ok bool) {
+	u := e[upstream]
+	if u == nil {
+		return name, true
+	}
+	if o, renamed := u.original[name]; renamed {
+		return o, o != ""
+	}
+	if _, renamed := u.exposed[name]; renamed {
+		return "", false
+	}
+	return name, true
+}
+
+// exposedName is the name clients see of upstream's tool original.
+func (e exposure) exposedName(upstream, original string) string {
+	if u := e[upstream]; u != nil {
+		if n, ok := u.exposed[original]; ok {
+			return n
+		}
+	}
+	return original
+}
+
+// shadowed reports whether a catalog tool's own name is another tool's
+// exposed name: it is then neither listed nor callable under it.
+func (e exposure) shadowed(upstream, name string) bool {
+	u := e[upstream]
+	if u == nil {
+		return false
+	}
+	_, renamed := u.exposed[name]
+	_, taken := u.original[name]
+	return taken && !renamed
+}
+
+// listedText returns the name, title and description tools/list shows of
+// the catalog tool t: its exposed name, and the declaration's title and
+// description in place of the upstream's when set.
+func (p *Pipeline) listedText(upstream string, t *CatalogTool) (name, title, description string) {
+	name, title, description = t.Name, t.Title, t.Description
+	if d, ok := p.opts.Declarations[upstream][t.Name]; ok && d.Expose != nil {
+		if d.Expose.Name != "" {
+			name = d.Expose.Name
+		}
+		if d.Expose.Title != "" {
+			title = d.Expose.Title
+		}
+		if d.Expose.Description != "" {
+			description = d.Expose.Description
+		}
+	}
+	return name, title, description
+}
+
+// exposeName is the stage that resolves the tool a tools/call names
+// (resolveTool): from here on the exchange names the tool by its own name
+// (policy, catalog, rate buckets, replay protection, confirmations, audit,
+// metrics), and the body forwarded carries it in params.name (Mcp-Name
+// follows the body, forwardVerdict). A renamed tool called by its own name
+// is treated as undeclared and unlisted (x.unexposed).
+func (p *Pipeline) exposeName(ctx context.Context, x *Exchange) *Verdict {
+	msg := x.msg
+	if p.exposure == nil || msg == nil || msg.Method != "tools/call" || msg.Kind != mcp.KindRequest {
+		return nil
+	}
+	original, ok := p.exposure.resolveTool(x.req.Upstream, msg.Name)
+	switch {
+	case !ok:
+		x.unexposed = true
+		return nil
+	case original == msg.Name:
+		return nil
+	}
+	quoted, err := jsontext.AppendQuote(nil, original)
+	var params, body []byte
+	if err == nil {
+		params, err = withMember(msg.Params, "name", quoted)
+	}
+	if err == nil {
+		body, err = withMember(x.body, "params", params)
+	}
+	if err != nil {
+		p.log.LogAttrs(ctx, slog.LevelError, "the tool's own name cannot be put into the request", slog.Any("error", err))
+		return x.answerAs(OutcomeError, local(500, mcp.ErrorResponse(msg.ID, &mcp.Error{Code: mcp.CodeInternalError, Message: "The gateway could not rewrite the tool name."})))
+	}
+	x.exposedAs = msg.Name
+	msg.Name, msg.Params = original, params
+	x.body, x.bodyChanged = body, true
+	return nil
+}
+
+// unexposedReason refuses a renamed tool called by its own name, as the
+// built-in policy refuses an undeclared tool.
+func unexposedReason(name string) policy.Reason {
+	return policy.Reason{
+		Code:     policy.CodeToolNotDeclared,
+		Cause:    "Tool " + strconv.Quote(name) + " is not available on this server.",
+		Fix:      "Call tools/list and use one of the tools it lists.",
+		NextTool: "tools/list",
+	}
+}
+
+// calledAs is the name the client called the exchange's tool by.
+func (x *Exchange) calledAs() string {
+	if x.exposedAs != "" {
+		return x.exposedAs
+	}
+	return x.msg.Name
+}
