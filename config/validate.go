@@ -173,6 +173,7 @@ func (c *Config) validateUpstreams(p *problems) {
 		checkURLTenant(p, at, u, routeOK, pattern.HasTenant())
 		checkDuration(p, at+".timeout", u.Timeout)
 		checkAudience(p, at+".audience", u)
+		c.validateCredential(p, at, u)
 		for _, tool := range slices.Sorted(maps.Keys(u.Tools)) {
 			// One tool at a time, so that each problem carries the
 			// tool's own key path (and so its line).
