@@ -16,9 +16,9 @@ import (
 type upstreamCred struct {
 	src  upstreamauth.Source
 	kind string
-	// remove is the snapshot's removeFields plus the client's
-	// Authorization and Cookie and the credential's own field: a
-	// client-sent copy never reaches the upstream. Capacity = length.
+	// remove is the snapshot's removeFields (with every static
+	// credential's field) plus the client's Authorization and Cookie.
+	// Capacity = length.
 	remove []string
 }
 
@@ -31,18 +31,29 @@ type headerNamer interface{ HeaderName() string }
 // credential, not to the client.
 var responseCredentialFields = []string{"www-authenticate", "set-cookie", "set-cookie2", "proxy-authenticate"}
 
-// compileCredentials builds the per-upstream credentials of o.
+// compileCredentials builds the per-upstream credentials of o. The field
+// of a static secret is removed from every forwarded request, whatever
+// the upstream: no upstream sees a client-sent copy of another's
+// credential.
 func (p *Pipeline) compileCredentials(o Options) {
+	var names []string
+	for _, src := range o.UpstreamCredentials {
+		if n, ok := src.(headerNamer); ok {
+			if h := strings.ToLower(n.HeaderName()); !slices.Contains(names, h) && !slices.Contains(p.removeFields, h) {
+				names = append(names, h)
+			}
+		}
+	}
+	if len(names) > 0 {
+		slices.Sort(names)
+		p.removeFields = slices.Clip(append(slices.Clone(p.removeFields), names...))
+	}
 	for name, src := range o.UpstreamCredentials {
 		if src == nil || src.Kind() == upstreamauth.KindNone {
 			continue
 		}
 		remove := slices.Clone(p.removeFields)
-		fields := append(slices.Clone(credentialHeaders), "authorization")
-		if n, ok := src.(headerNamer); ok {
-			fields = append(fields, strings.ToLower(n.HeaderName()))
-		}
-		for _, f := range fields {
+		for _, f := range credentialHeaders {
 			if !slices.Contains(remove, f) {
 				remove = append(remove, f)
 			}

@@ -169,7 +169,8 @@ type Pipeline struct {
 	resTenants resourceTenants
 	// removeFields are the request fields every forwarded request loses
 	// (forwardVerdict): the assertion header, the credentials when
-	// authentication is on, Options.StripHeaders. Capacity = length.
+	// authentication is on, Options.StripHeaders, the fields of static
+	// upstream credentials. Capacity = length.
 	removeFields []string
 	// creds are the compiled UpstreamCredentials (credentials.go); nil
 	// when no upstream has one.
