@@ -278,6 +278,13 @@ type Upstream struct {
 	//
 	// Default: none.
 	ResourceTenant []string `yaml:"resource_tenant"`
+	// The upstream's own credential, sent beside the identity assertion:
+	// an API key or basic auth, an OAuth client-credentials token, or a
+	// token exchanged on behalf of the caller. Keys below; see the
+	// upstream credentials guide.
+	//
+	// Default: none: the assertion alone.
+	Credential *Credential `yaml:"credential" json:",omitempty"`
 }
 
 // Policy selects the Rego policies.

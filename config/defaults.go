@@ -39,6 +39,7 @@ func (c *Config) ApplyDefaults() {
 			u.Audience = defaultAudience(*u)
 		}
 	}
+	applyCredentialDefaults(c)
 	if c.Policy.Watch == nil {
 		watch := true
 		c.Policy.Watch = &watch

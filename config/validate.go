@@ -184,6 +184,7 @@ func (c *Config) validateUpstreams(p *problems) {
 		default:
 			p.add(at+".undeclared_tools", "%q must be %q or %q", u.UndeclaredTools, policy.UndeclaredRefuse, policy.UndeclaredConfirm)
 		}
+		c.validateCredential(p, at, u)
 		for _, tool := range slices.Sorted(maps.Keys(u.Tools)) {
 			// One tool at a time, so that each problem carries the
 			// tool's own key path (and so its line).

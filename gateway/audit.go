@@ -33,6 +33,9 @@ func (p *Pipeline) audit(ctx context.Context, x *Exchange, d *policy.Decision) {
 		Action: x.msg.Name, Outcome: outcome, DecisionID: d.ID,
 		PublicIDs: map[string]string{"upstream": x.req.Upstream},
 	}
+	if x.cred != nil {
+		r.PublicIDs["credential"] = x.cred.kind
+	}
 	if c := x.input.Message.Client; c != nil {
 		r.Client = c.Name
 	}

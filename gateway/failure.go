@@ -63,6 +63,9 @@ func Misconfigured(message string) *Local {
 // or 502 with upstreamFailure for the request's id; a 502 without a body
 // when the exchange answers no request.
 func (x *Exchange) failure(err error) *Local {
+	if errors.Is(err, errCredentialRefused) {
+		return x.credentialRefusedAnswer()
+	}
 	if errors.Is(err, ErrUpstreamResponse) {
 		return x.answerFailure(err)
 	}

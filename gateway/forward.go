@@ -36,10 +36,15 @@ func (p *Pipeline) forwardVerdict(x *Exchange, body []byte, changed bool) Verdic
 	// The fields to remove: the snapshot's own list, shared by every
 	// verdict of an unchanged body without aliases (its capacity is its
 	// length, so an append copies it; nothing writes into it).
-	v.RemoveHeader = p.removeFields
+	remove := p.removeFields
+	cr := p.creds[x.req.Upstream]
+	if cr != nil {
+		remove = cr.remove
+	}
+	v.RemoveHeader = remove
 	if changed {
 		v.Body, v.BodyChanged = body, true
-		v.RemoveHeader = append(append(make([]string, 0, 1+len(p.removeFields)), "content-encoding"), p.removeFields...)
+		v.RemoveHeader = append(append(make([]string, 0, 1+len(remove)), "content-encoding"), remove...)
 	}
 	if aliases := underscoreAliases(x.req.Header, v.RemoveHeader); len(aliases) > 0 {
 		v.RemoveHeader = append(v.RemoveHeader, aliases...)
@@ -48,6 +53,11 @@ func (p *Pipeline) forwardVerdict(x *Exchange, body []byte, changed bool) Verdic
 		p.log.LogAttrs(x.ctx, slog.LevelError, "identity assertion cannot be signed; request refused", slog.Any("error", err))
 		x.outcome = OutcomeError
 		return Verdict{Local: unavailable(x.msg, "The gateway cannot vouch for your identity to the upstream right now.")}
+	}
+	if cr != nil {
+		if l := p.credential(x, cr, &v); l != nil {
+			return Verdict{Local: l}
+		}
 	}
 	return v
 }

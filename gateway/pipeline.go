@@ -16,6 +16,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/shape"
 	"github.com/mcpgate/mcpgate/policy"
 	"github.com/mcpgate/mcpgate/store"
+	"github.com/mcpgate/mcpgate/upstreamauth"
 )
 
 // Transport kinds, the values of the metrics label "transport".
@@ -131,6 +132,12 @@ type Options struct {
 	// and list_recent_changes (writes.go). nil: off, and a call the
 	// policy marks for replay protection or confirmation is refused.
 	Writes *WriteSafety
+	// UpstreamCredentials are the upstreams' own credentials, keyed by
+	// upstream name (credentials.go): each forwarded request gets its
+	// upstream's header fields, never the client's Authorization or
+	// Cookie. An upstream without one (or with upstreamauth.None) gets
+	// the assertion alone.
+	UpstreamCredentials map[string]upstreamauth.Source
 	// Limits are the rate buckets, concurrency cap, loop brake and
 	// deadlines (limits.go); nil: no limits.
 	Limits  *Limits
@@ -176,8 +183,12 @@ type Pipeline struct {
 	exposure exposure
 	// removeFields are the request fields every forwarded request loses
 	// (forwardVerdict): the assertion header, the credentials when
-	// authentication is on, Options.StripHeaders. Capacity = length.
+	// authentication is on, Options.StripHeaders, the fields of static
+	// upstream credentials. Capacity = length.
 	removeFields []string
+	// creds are the compiled UpstreamCredentials (credentials.go); nil
+	// when no upstream has one.
+	creds map[string]*upstreamCred
 }
 
 type deciderBox struct{ Decider }
@@ -246,6 +257,7 @@ func build(o Options) *Pipeline {
 		p.removeFields = append(p.removeFields, credentialHeaders...)
 	}
 	p.removeFields = slices.Clip(append(p.removeFields, o.StripHeaders...))
+	p.compileCredentials(o)
 	return p
 }
 
@@ -287,6 +299,10 @@ type Verdict struct {
 	Body          []byte
 	BodyChanged   bool
 	ResponseExtra mcp.Header // header fields to add to the upstream's response (CORS)
+	// ResponseRemove are fields removed from the upstream's response
+	// (lower case; read only): the challenge and cookies of an upstream
+	// with a credential of its own.
+	ResponseRemove []string
 	// Detach: the request is a write whose outcome must be recorded; the
 	// standalone adapter does not cancel it when the client goes away,
 	// and reads its answer to the end.
@@ -320,6 +336,10 @@ type Exchange struct {
 	start    time.Time
 	listKind string // "tools", "prompts", "resources", "resourceTemplates" for list methods
 	asserted bool   // the forwarded request carries mcpgate's identity assertion
+	// cred is the upstream's credential the forwarded request carries,
+	// credCaller who it was asked for (credentials.go); nil without.
+	cred       *upstreamCred
+	credCaller *upstreamauth.Caller
 	// shapeResult: the answer carries a result to shape — a tools/call
 	// result (shaper, warnings), or third-party text of resources/read,
 	// prompts/get and completion/complete — and its stream's progress and

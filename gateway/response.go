@@ -130,6 +130,9 @@ func (x *Exchange) responseHeaders(status int, h mcp.Header) (ResponseMode, erro
 	if status/100 == 4 {
 		x.release() // the upstream refused the request: nothing ran
 	}
+	if err := x.refusedCredential(status); err != nil { // credentials.go
+		return PassThrough, err
+	}
 	if err := x.refusedAssertion(status); err != nil {
 		return PassThrough, err
 	}

@@ -471,6 +471,9 @@ func (p *Pipeline) auditWrite(ctx context.Context, x *Exchange, d *policy.Decisi
 		Channel: store.ChannelMCP, Tenant: pr.Tenant, Connection: connectionOf(pr), Subject: pr.Subject,
 		Action: x.msg.Name, Outcome: outcome, PublicIDs: map[string]string{"upstream": x.req.Upstream},
 	}
+	if x.cred != nil {
+		r.PublicIDs["credential"] = x.cred.kind
+	}
 	if d != nil {
 		r.DecisionID = d.ID
 		if d.Effect != "" {

@@ -76,6 +76,9 @@ type ExchangeConfig struct {
 	// CacheSize bounds the cached tokens (default DefaultExchangeCacheSize;
 	// negative disables the cache).
 	CacheSize int
+	// Observe, when set, is told the result of each Header call
+	// (ResultHit, ResultFetched, ResultRefused, ResultError).
+	Observe Observer
 }
 
 // Exchange is the Source of an upstream that needs a token exchanged on
@@ -199,6 +202,7 @@ func (e *Exchange) Header(ctx context.Context, c *Caller) (map[string][]string, 
 	e.mu.Lock()
 	if t, ok := e.cache[key]; ok && now.Before(t.reuseUntil) {
 		e.mu.Unlock()
+		e.cfg.Observe.observe(ResultHit)
 		return header(t.authorization), nil
 	}
 	e.mu.Unlock()
@@ -221,9 +225,15 @@ func (e *Exchange) Header(ctx context.Context, c *Caller) (map[string][]string, 
 	})
 	select {
 	case r := <-ch:
-		if r.Err != nil {
+		switch {
+		case errors.Is(r.Err, ErrRefused):
+			e.cfg.Observe.observe(ResultRefused)
+			return nil, r.Err
+		case r.Err != nil:
+			e.cfg.Observe.observe(ResultError)
 			return nil, r.Err
 		}
+		e.cfg.Observe.observe(ResultFetched)
 		return header(r.Val.(*exchanged).authorization), nil
 	case <-ctx.Done():
 		return nil, ctx.Err()

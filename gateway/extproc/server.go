@@ -437,7 +437,10 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.Process
 	}
 	ex.mode = mode
 	set := ex.verdict.ResponseExtra
-	var remove []string
+	remove := ex.verdict.ResponseRemove // read only: appending copies
+	if len(remove) > 0 {
+		remove = remove[:len(remove):len(remove)]
+	}
 	var override *extprocfilterv3.ProcessingMode
 	switch {
 	case h.GetEndOfStream():
@@ -449,7 +452,7 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.Process
 		ex.finish()
 	case mode == gateway.StreamSSE:
 		override = responseMode(extprocfilterv3.ProcessingMode_STREAMED)
-		remove = []string{"content-length"}
+		remove = append(remove, "content-length")
 		if set == nil {
 			set = mcp.Header{}
 		} else {

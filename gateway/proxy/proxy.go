@@ -408,6 +408,9 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	for k, vals := range st.v.ResponseExtra {
 		resp.Header[http.CanonicalHeaderKey(k)] = vals
 	}
+	for _, k := range st.v.ResponseRemove {
+		resp.Header.Del(k)
+	}
 	// One conversion for both calls: neither changes the fields it reads.
 	h := fromHTTP(resp.Header)
 	if resp.ContentLength == 0 && h["content-length"] == nil {

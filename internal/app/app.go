@@ -56,6 +56,8 @@ type App struct {
 	// listings are the tools each upstream listed at start, when the
 	// catalog is off (undeclared.go).
 	listings toolListings
+	// creds are the upstreams' own credentials (credentials.go).
+	creds *upstreamCredentials
 	// sealing seals the requestState of approvals asked through
 	// input_required (sealing.go).
 	sealing *sealingKeys
@@ -157,10 +159,20 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 	if cfg.Auth != nil && id.store != nil {
 		sessions = id.store
 	}
+	creds, err := newUpstreamCredentials(cfg, log, a.reg) // credentials.go
+	if err != nil {
+		id.close()
+		return nil, err
+	}
+	if err := creds.watch(ctx); err != nil {
+		id.close()
+		return nil, err
+	}
+	a.creds = creds
 	var cat gateway.ToolCatalog
 	var onToolsChanged func(string)
 	if !cfg.Catalog.Disabled {
-		tc, err := newToolCatalog(cfg, id, log, a.reg)
+		tc, err := newToolCatalog(cfg, id, creds, log, a.reg)
 		if err != nil {
 			id.close()
 			return nil, err
@@ -200,37 +212,38 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 		return nil, err
 	}
 	a.Pipeline = gateway.New(eng, gateway.Options{
-		Toolsets:         toolsets,
-		ResourceTenants:  resourceTenants(cfg),
-		Switches:         a.gatewaySwitches(),
-		Catalog:          cat,
-		Writes:           writes,
-		Limits:           newLimits(cfg, id),
-		ListTTL:          rightsStaleness(cfg),
-		OnToolsChanged:   onToolsChanged,
-		Declarations:     decls,
-		UndeclaredTools:  undeclaredTools(cfg),
-		Instructions:     a.instructionsNote, // undeclared.go
-		MaxBodyBytes:     cfg.Limits.MaxBodyBytes,
-		MaxJSONDepth:     cfg.Limits.MaxJSONDepth,
-		MaxSSEEventBytes: cfg.Limits.MaxSSEEventBytes,
-		AllowedOrigins:   cfg.Transport.AllowedOrigins,
-		TenantArguments:  cfg.Policy.TenantArguments,
-		SecretNames:      cfg.Policy.SecretNames,
-		Authenticator:    authenticator,
-		ResourceMetadata: metadata,
-		Asserter:         asserter,
-		JWKS:             jwks,
-		Sessions:         sessions,
-		Tasks:            taskOptions(cfg, id.store),
-		Extensions:       cfg.Extensions.Allow,
-		SessionTTL:       sessionTTL(cfg),
-		StripHeaders:     strip,
-		TenantHeader:     tenantHeader,
-		Audit:            id.audit,
-		Logger:           log,
-		Metrics:          metrics,
-		Tracer:           tp.Tracer(),
+		Toolsets:            toolsets,
+		ResourceTenants:     resourceTenants(cfg),
+		Switches:            a.gatewaySwitches(),
+		Catalog:             cat,
+		Writes:              writes,
+		Limits:              newLimits(cfg, id),
+		ListTTL:             rightsStaleness(cfg),
+		OnToolsChanged:      onToolsChanged,
+		Declarations:        decls,
+		UndeclaredTools:     undeclaredTools(cfg),
+		Instructions:        a.instructionsNote, // undeclared.go
+		MaxBodyBytes:        cfg.Limits.MaxBodyBytes,
+		MaxJSONDepth:        cfg.Limits.MaxJSONDepth,
+		MaxSSEEventBytes:    cfg.Limits.MaxSSEEventBytes,
+		AllowedOrigins:      cfg.Transport.AllowedOrigins,
+		TenantArguments:     cfg.Policy.TenantArguments,
+		SecretNames:         cfg.Policy.SecretNames,
+		Authenticator:       authenticator,
+		ResourceMetadata:    metadata,
+		Asserter:            asserter,
+		UpstreamCredentials: creds.calls,
+		JWKS:                jwks,
+		Sessions:            sessions,
+		Tasks:               taskOptions(cfg, id.store),
+		Extensions:          cfg.Extensions.Allow,
+		SessionTTL:          sessionTTL(cfg),
+		StripHeaders:        strip,
+		TenantHeader:        tenantHeader,
+		Audit:               id.audit,
+		Logger:              log,
+		Metrics:             metrics,
+		Tracer:              tp.Tracer(),
 	})
 	a.watchToolLists(ctx)
 	if cfg.Policy.WatchEnabled() && len(cfg.Policy.Dirs) > 0 {
@@ -387,7 +400,7 @@ func (a *App) adminHandler() http.Handler {
 // keys file (SIGHUP). Each part logs and counts its outcome; a part that
 // fails keeps its previous state, and the errors are returned joined.
 func (a *App) Reload(ctx context.Context) error {
-	err := errors.Join(a.reloadConfig(ctx), a.Engine.Reload(ctx), a.id.reloadKeys(ctx, a.log), a.sealing.reload(ctx, a.log), a.catalog.reload(ctx, a.cfg, a.log))
+	err := errors.Join(a.reloadConfig(ctx), a.Engine.Reload(ctx), a.id.reloadKeys(ctx, a.log), a.sealing.reload(ctx, a.log), a.creds.reload(ctx), a.catalog.reload(ctx, a.cfg, a.log))
 	// Pins and policy may have changed what principals see: announce it
 	// on their open notification streams (listchanged.go).
 	a.Pipeline.ToolsChanged("")

@@ -44,37 +44,49 @@ type catalogView struct {
 var _ gateway.ToolCatalog = (*toolCatalog)(nil)
 
 // catalogUpstreams are the upstreams of cfg as the catalog lists them:
-// with mcpgate's own identity (an assertion for the catalog's principal
-// when assertions are signed).
-func catalogUpstreams(cfg *config.Config, id *identity) []catalog.Upstream {
+// with the upstream's own credential as calls carry it (or its discovery
+// credential) and mcpgate's own identity (an assertion for the catalog's
+// principal when assertions are signed).
+func catalogUpstreams(cfg *config.Config, id *identity, creds *upstreamCredentials) []catalog.Upstream {
 	var ups []catalog.Upstream
 	for _, u := range cfg.Upstreams {
 		up := catalog.Upstream{Name: u.Name, URL: u.URL}
+		// The upstream's own credential, as calls carry it (or its
+		// discovery credential), beside the assertion.
+		cred := creds.catalogHeader(u.Name)
 		if id.signer != nil {
 			aud := id.audiences[u.Name]
-			up.Header = func(context.Context) (http.Header, error) {
+			up.Header = func(ctx context.Context) (http.Header, error) {
 				tok, err := id.signer.Sign(assertion.Identity{Tenant: catalog.Tenant, Subject: catalog.Subject,
 					Connection: catalog.Connection, CredentialKind: catalog.CredentialKind}, aud)
 				if err != nil {
 					return nil, err
 				}
-				return http.Header{assertion.Header: {tok}}, nil
+				h := http.Header{}
+				if cred != nil {
+					if h, err = cred(ctx); err != nil {
+						return nil, err
+					}
+				}
+				h.Set(assertion.Header, tok)
+				return h, nil
 			}
+		} else if cred != nil {
+			up.Header = cred
 		}
 		ups = append(ups, up)
 	}
 	return ups
 }
 
-// newToolCatalog builds the catalog of every upstream; it lists them with
-// mcpgate's own identity (an assertion for the catalog's principal when
-// assertions are signed).
-func newToolCatalog(cfg *config.Config, id *identity, log *slog.Logger, reg prometheus.Registerer) (*toolCatalog, error) {
+// newToolCatalog builds the catalog of every upstream, listed as
+// catalogUpstreams says.
+func newToolCatalog(cfg *config.Config, id *identity, creds *upstreamCredentials, log *slog.Logger, reg prometheus.Registerer) (*toolCatalog, error) {
 	tc := &toolCatalog{manifestPath: cfg.Catalog.Manifest, refuseUnpinned: cfg.Catalog.Unpinned == config.CatalogUnpinnedRefuse}
 	if err := tc.loadManifest(); err != nil {
 		return nil, err
 	}
-	ups := catalogUpstreams(cfg, id)
+	ups := catalogUpstreams(cfg, id, creds)
 	c, err := catalog.New(catalog.Options{
 		Upstreams:  ups,
 		Refresh:    cfg.Catalog.Refresh.D(),

@@ -100,7 +100,7 @@ func (a *App) instructionsNote(upstream string) string {
 // configuration did not ask for); an upstream that cannot be listed gets
 // a warning, not a failed start.
 func (a *App) reportTools(ctx context.Context, cfg *config.Config) {
-	ups := catalogUpstreams(cfg, a.id)
+	ups := catalogUpstreams(cfg, a.id, a.creds)
 	var wg sync.WaitGroup
 	for i, u := range cfg.Upstreams {
 		wg.Go(func() {
