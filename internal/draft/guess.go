@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/mcpgate/mcpgate/internal/lint"
 	"github.com/mcpgate/mcpgate/policy"
 )
 
@@ -143,7 +143,7 @@ func readHints(raw jsontext.Value) hints {
 // write a notify). When the signals disagree, or the name has no known
 // verb, it proposes MostGuarded and says why.
 func GuessEffect(t ToolFacts) Guess {
-	ws := Words(t.Name)
+	ws := lint.Words(t.Name)
 	class, verb := verbClass(ws)
 	h := readHints(t.Annotations)
 	var reasons []string
@@ -235,33 +235,6 @@ func recipientField(schema jsontext.Value) string {
 	return ""
 }
 
-// Words splits a tool name into lower-case words at "_", "-", ".", and
-// camelCase boundaries: "getBookingV2" → get, booking, v2.
-func Words(name string) []string {
-	var out []string
-	var cur []rune
-	flush := func() {
-		if len(cur) > 0 {
-			out = append(out, strings.ToLower(string(cur)))
-			cur = cur[:0]
-		}
-	}
-	rs := []rune(name)
-	for i, r := range rs {
-		switch {
-		case r == '_' || r == '-' || r == '.' || r == '/' || unicode.IsSpace(r):
-			flush()
-			continue
-		case unicode.IsUpper(r) && i > 0 && (unicode.IsLower(rs[i-1]) || unicode.IsDigit(rs[i-1]) ||
-			(unicode.IsUpper(rs[i-1]) && i+1 < len(rs) && unicode.IsLower(rs[i+1]))):
-			flush()
-		}
-		cur = append(cur, r)
-	}
-	flush()
-	return out
-}
-
 // rightActions name the action part of a proposed right per class.
 var rightActions = map[string]string{
 	policy.EffectRead:        "read",
@@ -278,7 +251,7 @@ var rightActions = map[string]string{
 // without a known verb or without a noun uses the upstream's name as the
 // noun.
 func ProposeRight(upstream, tool, effect string) string {
-	ws := Words(tool)
+	ws := lint.Words(tool)
 	var noun []string
 	if c, verb := verbClass(ws); c != "" {
 		for _, w := range ws {

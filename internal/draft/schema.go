@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/mcpgate/mcpgate/internal/lint"
 )
 
 // TextPaths are the string fields of a tool's outputSchema, as
@@ -102,7 +103,7 @@ func (w *textWalker) walk(v any, path, field string, depth int) {
 			return
 		}
 	}
-	ws := Words(field)
+	ws := lint.Words(field)
 	switch {
 	case slices.ContainsFunc(ws, func(s string) bool { return idWords[s] }):
 	case slices.ContainsFunc(ws, func(s string) bool { return proseWords[s] }):

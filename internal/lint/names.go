@@ -67,9 +67,9 @@ func set(words ...string) map[string]bool {
 	return m
 }
 
-// words splits a name into lowercase words at "_", "-", ".", "/", spaces
-// and lowercase-to-uppercase (camelCase) boundaries.
-func words(name string) []string {
+// Words splits a name into lowercase words at "_", "-", ".", "/", spaces
+// and camelCase boundaries: "getBookingV2" → get, booking, v2.
+func Words(name string) []string {
 	var out []string
 	var cur []rune
 	flush := func() {
@@ -108,7 +108,7 @@ func normName(s string) string {
 // toSnake suggests a snake_case spelling of a name.
 func toSnake(name string) string {
 	var ws []string
-	for _, w := range words(name) {
+	for _, w := range Words(name) {
 		w = strings.Map(func(r rune) rune {
 			if r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
 				return r
@@ -129,7 +129,7 @@ func toSnake(name string) string {
 // verbObject splits a name into its verb and object, skipping a leading
 // batch/bulk word: "bulk_update_bookings" → ("update", "bookings", true).
 func verbObject(name string) (verb, object string, batch bool) {
-	ws := words(name)
+	ws := Words(name)
 	for len(ws) > 0 && batchWords[ws[0]] {
 		ws = ws[1:]
 		batch = true
@@ -163,7 +163,7 @@ func (l *linter) checkName(t *tool) {
 		}
 		l.add(t, "name-snake-case", "name", "the name %q is not snake_case: use lowercase letters a-z, digits and single underscores, starting with a letter%s", name, hint)
 	}
-	ws := words(name)
+	ws := Words(name)
 	switch {
 	case len(ws) == 1 && (readVerbs[ws[0]] || writeVerbs[ws[0]]):
 		l.add(t, "name-verb-object", "name", "the name %q is a verb without an object: say what it acts on, e.g. %s_bookings", name, ws[0])

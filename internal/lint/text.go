@@ -30,7 +30,7 @@ func (l *linter) checkTitleAndHints(t *tool) {
 
 // titleFor suggests a title from a name: "get_booking" → "Get booking".
 func titleFor(name string) string {
-	s := strings.Join(words(name), " ")
+	s := strings.Join(Words(name), " ")
 	if s == "" {
 		return "Get booking"
 	}

@@ -99,7 +99,7 @@ func isHandleArray(p prop) bool {
 	if !slices.Contains(effectiveTypes(p.s), "array") {
 		return false
 	}
-	ws := words(p.name)
+	ws := Words(p.name)
 	if len(ws) == 0 {
 		return false
 	}
@@ -138,7 +138,7 @@ func (l *linter) checkTime(t *tool, p prop, top []prop) {
 	if hasAny(p.s, "enum", "const") {
 		return
 	}
-	ws := words(p.name)
+	ws := Words(p.name)
 	format := str(p.s, "format")
 	if anyWord(ws, zoneWords) || !(anyWord(ws, timeWords) && !anyWord(ws, notTimeWords) || format == "date-time") {
 		return
@@ -161,7 +161,7 @@ func (l *linter) checkTime(t *tool, p prop, top []prop) {
 			}
 		}
 		for _, n := range names {
-			if anyWord(words(n), zoneWords) && n != p.name {
+			if anyWord(Words(n), zoneWords) && n != p.name {
 				return
 			}
 		}
@@ -174,7 +174,7 @@ func (l *linter) checkTime(t *tool, p prop, top []prop) {
 }
 
 func (l *linter) checkMoney(t *tool, p prop) {
-	ws := words(p.name)
+	ws := Words(p.name)
 	if !anyWord(ws, moneyWords) || anyWord(ws, notMoneyWords) || hasAny(p.s, "enum", "const") {
 		return
 	}
