@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/loader"
@@ -24,6 +25,9 @@ import (
 const Query = "data.mcpgate.decision"
 
 var decisionRef = ast.MustParseRef(Query)
+
+// compileMu serialises compileVersion.
+var compileMu sync.Mutex
 
 // policyVersion is one loaded policy: the query prepared once, evaluated by
 // every Decide until the next successful reload.
@@ -64,6 +68,11 @@ func load(ctx context.Context, dirs []string, declarations map[string]map[string
 // compileVersion compiles and prepares parsed modules and their data
 // (dirs or a bundle); declarations become data.mcpgate.upstreams[u].tools[t].
 func compileVersion(ctx context.Context, modules map[string]*ast.Module, docs map[string]any, declarations map[string]map[string]ToolDeclaration) (*policyVersion, error) {
+	// OPA's type checker merges rule types into values that two compilers
+	// running at once share (the race detector reports writes in
+	// ast.mergeTypes): compiles take turns. They are rare (start, reload).
+	compileMu.Lock()
+	defer compileMu.Unlock()
 	if err := mergeDeclarations(docs, declarations); err != nil {
 		return nil, err
 	}
