@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -16,6 +17,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/mcpgate/mcpgate/gateway/args"
 	"github.com/mcpgate/mcpgate/gateway/routes"
 	"github.com/mcpgate/mcpgate/policy"
 )
@@ -238,6 +240,37 @@ func (c *Config) checkExposure(p *problems, at string, u Upstream) {
 		}
 		checkExposedText(p, path+".title", e.Title, false)
 		checkExposedText(p, path+".description", e.Description, true)
+		if e.InputSchema != "" {
+			checkNarrowedSchema(p, path+".input_schema", e.InputSchema)
+		}
+	}
+}
+
+// checkNarrowedSchema checks the structure of an expose.input_schema: a
+// JSON object schema that compiles, whose required properties it
+// declares. Whether it narrows the upstream's schema is checked when the
+// upstream's tools are listed.
+func checkNarrowedSchema(p *problems, path, text string) {
+	var s struct {
+		Type       any                        `json:"type"`
+		Properties map[string]json.RawMessage `json:"properties"`
+		Required   []string                   `json:"required"`
+	}
+	if err := json.Unmarshal([]byte(text), &s); err != nil {
+		p.add(path, "is not a JSON object schema: %v", err)
+		return
+	}
+	if s.Type != "object" {
+		p.add(path, `must be an object schema ("type": "object")`)
+		return
+	}
+	for _, r := range s.Required {
+		if _, ok := s.Properties[r]; !ok {
+			p.add(path, "requires %q, which it does not declare in properties", r)
+		}
+	}
+	if _, err := args.Compile([]byte(text)); err != nil {
+		p.add(path, "does not compile as a JSON Schema: %v", err)
 	}
 }
 

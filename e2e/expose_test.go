@@ -109,3 +109,68 @@ func TestToolExposure(t *testing.T) {
 		})
 	}
 }
+
+// TestNarrowedInputSchema: a demo tool with expose.input_schema, through
+// the proxy and the Envoy driver. tools/list shows the narrowed schema; a
+// call the upstream's schema accepts but the narrowed one does not is
+// refused (invalid_arguments, naming the argument) and never forwarded; a
+// call inside the narrowed schema passes.
+func TestNarrowedInputSchema(t *testing.T) {
+	e := startContractEnv(t)
+	const narrowed = `{"type": "object", "properties": {"query": {"type": "string", "maxLength": 5}}}`
+	g := e.startGateway(t, "narrow", func(c *config.Config) {
+		tools := c.Upstreams[0].Tools
+		d := tools[demo.ToolFindCustomers]
+		d.Expose = &policy.ToolExposure{InputSchema: narrowed}
+		tools[demo.ToolFindCustomers] = d
+	})
+	for i, v := range g.vias("demo") {
+		token := []string{g.token, g.token2}[i] // one connection per adapter
+		t.Run(v.name, func(t *testing.T) {
+			a, _ := exchange(t, "POST", v.url, bearer(token, "tools/list", ""), listBody)
+			var list struct {
+				Result struct {
+					Tools []struct {
+						Name        string          `json:"name"`
+						InputSchema json.RawMessage `json:"inputSchema"`
+					} `json:"tools"`
+				} `json:"result"`
+			}
+			if err := json.Unmarshal(rpcMessage(a), &list); err != nil {
+				t.Fatalf("tools/list: %v: %.500s", err, a.Body)
+			}
+			want := `{"type":"object","properties":{"query":{"type":"string","maxLength":5}},"additionalProperties":false}`
+			found := false
+			for _, tl := range list.Result.Tools {
+				if tl.Name == demo.ToolFindCustomers {
+					found = true
+					if !jsonEqual(tl.InputSchema, []byte(want)) {
+						t.Errorf("listed inputSchema %s, want %s", tl.InputSchema, want)
+					}
+				}
+			}
+			if !found {
+				t.Fatalf("%s not listed: %.1000s", demo.ToolFindCustomers, a.Body)
+			}
+
+			// Valid for the upstream, outside the narrowed bounds.
+			mark := e.demoUp.count()
+			d, _ := wrCall(t, v.url, token, "1", demo.ToolFindCustomers, `{"query":"longer than five"}`).refusal(t, "invalid_arguments")
+			if !strings.Contains(d.Error.Cause, `"query"`) {
+				t.Errorf("the refusal does not name the argument: %+v", d.Error)
+			}
+			if n := e.demoUp.count() - mark; n != 0 {
+				t.Errorf("a call outside the narrowed schema reached the upstream (%d requests)", n)
+			}
+
+			// Inside the narrowed schema: forwarded.
+			mark = e.demoUp.count()
+			if r := wrCall(t, v.url, token, "2", demo.ToolFindCustomers, `{"query":"grace"}`).result(t); r.IsError {
+				t.Fatalf("call inside the narrowed schema failed: %+v", r)
+			}
+			if n := e.demoUp.count() - mark; n != 1 {
+				t.Errorf("the upstream received %d requests, want 1", n)
+			}
+		})
+	}
+}

@@ -68,6 +68,9 @@ type schemaCache struct {
 	byRules map[string]*shape.Shaper
 	listed  sync.Map // definition hash → jsontext.Value, the inputSchema tools/list shows
 	output  sync.Map // definition hash → jsontext.Value, the outputSchema tools/list shows
+	// narrowed holds the compiled expose.input_schema of declared tools,
+	// by narrowKey (expose.go).
+	narrowed sync.Map
 }
 
 type toolKey struct{ upstream, tool string }
@@ -225,7 +228,7 @@ func (p *Pipeline) catalogTool(x *Exchange) bool {
 	// policy input points at it for this request only.
 	x.catEntry = policy.ToolCatalog{Listed: true, State: t.State, Hash: t.Hash, Title: t.Title, Annotations: t.Annotations}
 	in.Tool.Catalog = &x.catEntry
-	s, err := p.schema(t)
+	s, ns, err := p.toolSchemas(x.req.Upstream, t)
 	if err != nil {
 		// Fail closed: a tool whose calls cannot be checked is refused
 		// (tool_unusable) and not listed; no argument could fix it.
@@ -237,7 +240,12 @@ func (p *Pipeline) catalogTool(x *Exchange) bool {
 	if len(arguments) == 0 {
 		arguments = jsontext.Value("{}")
 	}
-	res := s.Check(arguments, args.Options{Write: in.Tool.Effect != policy.EffectRead})
+	var res args.Result
+	if ns != nil {
+		res = checkNarrowed(ns, s, arguments, args.Options{Write: in.Tool.Effect != policy.EffectRead})
+	} else {
+		res = s.Check(arguments, args.Options{Write: in.Tool.Effect != policy.EffectRead})
+	}
 	for _, pr := range res.Problems {
 		if pr.Code == "unknown_argument" && p.tenantArgs[foldName(pr.Argument)] {
 			continue // refused as a tenant argument, with its own reason
@@ -326,7 +334,7 @@ func (p *Pipeline) finders(upstream, name string) []policy.Tool {
 		for i := range tools {
 			if d, ok := candidate(tools[i].Name); ok && len(out) < maxFinders {
 				t := policy.Tool{Name: p.exposure.exposedName(upstream, tools[i].Name), Declared: true, ToolDeclaration: d, Catalog: catalogEntry(&tools[i])}
-				if _, err := p.schema(&tools[i]); err != nil {
+				if _, _, err := p.toolSchemas(upstream, &tools[i]); err != nil {
 					t.Catalog.State = policy.CatalogUnusable
 				}
 				out = append(out, t)
@@ -652,6 +660,9 @@ func (p *Pipeline) writeListedTool(enc *jsontext.Encoder, upstream, name string,
 	}
 	_ = enc.WriteToken(jsontext.String("inputSchema"))
 	schema := p.listedSchema(t)
+	if n := p.narrowing(upstream, t); n != nil && n.err == nil {
+		schema = n.listed
+	}
 	if err := enc.WriteValue(schema); err != nil {
 		return err
 	}

@@ -2,11 +2,14 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/mcpgate/mcpgate/gateway/args"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/policy"
 )
@@ -164,4 +167,109 @@ func (x *Exchange) calledAs() string {
 		return x.exposedAs
 	}
 	return x.msg.Name
+}
+
+// narrowing is a declared tool's expose.input_schema against one
+// definition of the upstream's tool, compiled once per pipeline and
+// definition hash.
+type narrowing struct {
+	listed jsontext.Value // the inputSchema tools/list shows
+	s      *args.Schema
+	err    error // not compilable, or not a narrowing of the upstream's
+}
+
+type narrowKey struct{ upstream, tool, hash string }
+
+// narrowing returns the compiled expose.input_schema of upstream's tool
+// t, nil when its declaration has none.
+func (p *Pipeline) narrowing(upstream string, t *CatalogTool) *narrowing {
+	d, ok := p.opts.Declarations[upstream][t.Name]
+	if !ok || d.Expose == nil || d.Expose.InputSchema == "" {
+		return nil
+	}
+	key := narrowKey{upstream, t.Name, t.Hash}
+	if v, ok := p.schemas.narrowed.Load(key); ok {
+		return v.(*narrowing)
+	}
+	n := &narrowing{listed: jsontext.Value(d.Expose.InputSchema)}
+	if stripped, err := p.stripTenantProperties(n.listed); err == nil && stripped != nil {
+		n.listed = stripped
+	}
+	if closed, err := closeSchema(n.listed); err == nil {
+		n.listed = closed
+	}
+	n.s, n.err = args.Compile(n.listed)
+	if n.err == nil {
+		if us, err := p.schema(t); err == nil {
+			n.err = narrows(n.s, us)
+		}
+	}
+	if v, loaded := p.schemas.narrowed.LoadOrStore(key, n); loaded {
+		return v.(*narrowing)
+	}
+	if n.err != nil {
+		p.log.Warn("a tool's expose.input_schema does not narrow the upstream's inputSchema; the tool is refused", "upstream", upstream, "tool", t.Name, "error", n.err)
+	}
+	return n
+}
+
+// narrows reports why the narrowed schema n is not a narrowing of the
+// upstream's u: a property u does not declare, or one u requires that n
+// does not require.
+func narrows(n, u *args.Schema) error {
+	have := u.Properties()
+	for _, name := range n.Properties() {
+		if !slices.Contains(have, name) {
+			return fmt.Errorf("property %q is not in the upstream's inputSchema", name)
+		}
+	}
+	required := n.Required()
+	for _, name := range u.Required() {
+		if !slices.Contains(required, name) {
+			return fmt.Errorf("property %q is required by the upstream's inputSchema", name)
+		}
+	}
+	return nil
+}
+
+// toolSchemas returns the compiled input schema of upstream's tool t and
+// its narrowing (nil when none). err is set when either cannot be used:
+// the tool is then unusable.
+func (p *Pipeline) toolSchemas(upstream string, t *CatalogTool) (s, narrowed *args.Schema, err error) {
+	if s, err = p.schema(t); err != nil {
+		return nil, nil, err
+	}
+	if n := p.narrowing(upstream, t); n != nil {
+		if n.err != nil {
+			return nil, nil, n.err
+		}
+		narrowed = n.s
+	}
+	return s, narrowed, nil
+}
+
+// checkNarrowed checks arguments against the narrowed schema n, then what
+// it lets through (with its coercions) against the upstream's u. The
+// narrowed schema's problems come first (the client was offered it); a
+// problem of u is added for an argument n did not report.
+func checkNarrowed(n, u *args.Schema, arguments []byte, o args.Options) args.Result {
+	res := n.Check(arguments, o)
+	in := arguments
+	if res.Arguments != nil {
+		in = res.Arguments
+	}
+	ur := u.Check(in, o)
+	for _, pr := range ur.Problems {
+		if !slices.ContainsFunc(res.Problems, func(q args.Problem) bool { return q.Argument == pr.Argument }) {
+			res.Problems = append(res.Problems, pr)
+		}
+	}
+	res.Warnings = append(res.Warnings, ur.Warnings...)
+	if ur.Arguments != nil {
+		res.Arguments = ur.Arguments
+	}
+	if len(res.Problems) > 0 {
+		res.Arguments = nil
+	}
+	return res
 }

@@ -304,7 +304,7 @@ func (p *Pipeline) visibleTools(ctx context.Context, x *Exchange, tools []Catalo
 	for i := range tools {
 		t := p.tool(x.req.Upstream, tools[i].Name)
 		t.Catalog = catalogEntry(&tools[i])
-		if _, err := p.schema(&tools[i]); err != nil {
+		if _, _, err := p.toolSchemas(x.req.Upstream, &tools[i]); err != nil {
 			t.Catalog.State = policy.CatalogUnusable
 		}
 		items[i] = policy.Item{Name: tools[i].Name, Tool: t}

@@ -356,6 +356,19 @@ type ToolExposure struct {
 	//
 	// Default: the upstream's description.
 	Description string `json:"description,omitempty" yaml:"description,omitempty"`
+	// A narrowed inputSchema, as JSON text (a YAML block scalar): an
+	// object schema (`"type": "object"`) whose properties are a subset of
+	// the upstream's and whose required properties include the
+	// upstream's, with tighter bounds where wanted. `tools/list` shows it
+	// instead of the upstream's, and a call is checked against it and
+	// against the upstream's; an argument outside it is refused
+	// (`invalid_arguments`) before the call reaches the upstream. An
+	// override that names a property the upstream's schema lacks, or
+	// leaves out one it requires, makes the tool unusable (refused as
+	// `tool_unusable`, a warning logged) until fixed.
+	//
+	// Default: the upstream's inputSchema.
+	InputSchema string `json:"input_schema,omitempty" yaml:"input_schema,omitempty"`
 }
 
 // Reason explains one part of a decision, in the error contract's terms.
