@@ -3,6 +3,10 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +18,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/policy"
 	"github.com/mcpgate/mcpgate/ratelimit"
+	"github.com/mcpgate/mcpgate/upstreamauth"
 )
 
 var benchDecls = map[string]map[string]policy.ToolDeclaration{
@@ -118,7 +123,61 @@ func exchangeCatalog() *staticCatalog {
 // then the upstream's JSON answer parsed, shaped (the allowlist drops
 // region), re-encoded, settled, and the metrics recorded.
 func BenchmarkToolsCallExchange(b *testing.B) {
-	p := gatewaytest.New(b, exchangeOpts(exchangeCatalog(), nil)...)
+	benchExchange(b, gatewaytest.New(b, exchangeOpts(exchangeCatalog(), nil)...))
+}
+
+// BenchmarkToolsCallExchangeCredential is BenchmarkToolsCallExchange with
+// the upstream's own credential added to the forward verdict: a static
+// API key, and an RFC 8693 exchanged token from a warm cache (the token
+// endpoint is asked once, before the timer starts). The difference to
+// BenchmarkToolsCallExchange is the credential's cost per call.
+func BenchmarkToolsCallExchangeCredential(b *testing.B) {
+	b.Run("static", func(b *testing.B) {
+		b.Setenv("MCPGATE_BENCH_KEY", "k-123")
+		src, err := upstreamauth.NewStatic(upstreamauth.StaticOptions{Upstream: "demo", Header: "X-Api-Key", Value: upstreamauth.SecretRef{Env: "MCPGATE_BENCH_KEY"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchCredential(b, src, "x-api-key", "k-123")
+	})
+	b.Run("exchange", func(b *testing.B) {
+		var asked atomic.Int32
+		idp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			asked.Add(1)
+			if r.ParseForm() != nil || r.PostForm.Get("grant_type") != upstreamauth.GrantTypeTokenExchange || r.PostForm.Get("subject_token") == "" {
+				http.Error(w, `{"error":"invalid_request"}`, http.StatusBadRequest)
+				return
+			}
+			w.Header().Set("content-type", "application/json")
+			_, _ = io.WriteString(w, `{"access_token":"xchg-1","issued_token_type":"urn:ietf:params:oauth:token-type:access_token","token_type":"Bearer","expires_in":3600}`)
+		}))
+		b.Cleanup(idp.Close)
+		src, err := upstreamauth.NewExchange(upstreamauth.ExchangeConfig{TokenURL: idp.URL, ClientID: "gw", ClientSecret: "s", Audience: "demo"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchCredential(b, src, "authorization", "Bearer xchg-1")
+		if n := asked.Load(); n != 1 {
+			b.Fatalf("token endpoint asked %d times; want 1 (a warm cache)", n)
+		}
+	})
+}
+
+// benchCredential runs benchExchange with src as the credential of the
+// upstream, after checking that one call carries field = want.
+func benchCredential(b *testing.B, src upstreamauth.Source, field, want string) {
+	opts := append(exchangeOpts(exchangeCatalog(), nil), gatewaytest.With(gateway.Options{UpstreamCredentials: map[string]upstreamauth.Source{"demo": src}}))
+	p := gatewaytest.New(b, opts...)
+	x, v := p.HandleRequest(context.Background(), exchangeRequest("good-status:read", []byte(exchangeCall)))
+	if v.Local != nil || v.SetHeader.Get(field) != want {
+		b.Fatalf("credential not sent: %+v %v", v.Local, v.SetHeader)
+	}
+	x.Finish()
+	benchExchange(b, p)
+}
+
+// benchExchange is the loop of BenchmarkToolsCallExchange over p.
+func benchExchange(b *testing.B, p *gateway.Pipeline) {
 	body, answerBody := []byte(exchangeCall), []byte(exchangeAnswer)
 	ctx := context.Background()
 	respHeader := mcp.Header{"content-type": {"application/json"}}

@@ -68,10 +68,11 @@ func (p *Pipeline) compileCredentials(o Options) {
 // caller is who the request speaks for, for the upstream's credential.
 // The caller's access token is passed on only when it is a verified OAuth
 // token (an exchange uses it as its subject token); it is never sent
-// upstream as it is.
+// upstream as it is. The Caller is stored in x.
 func (x *Exchange) caller(v *Verdict) *upstreamauth.Caller {
 	pr := &x.input.Principal
-	c := &upstreamauth.Caller{Tenant: pr.Tenant, Subject: pr.Subject, Rights: pr.Rights}
+	c := &x.callerBuf
+	*c = upstreamauth.Caller{Tenant: pr.Tenant, Subject: pr.Subject, Rights: pr.Rights}
 	if pr.Authenticated && pr.CredentialKind == policy.CredentialOAuth {
 		if a := x.req.Header.Get("authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
 			c.AccessToken = strings.TrimSpace(a[7:])

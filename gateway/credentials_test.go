@@ -118,3 +118,33 @@ func TestUpstreamRefusedCredential(t *testing.T) {
 		t.Errorf("Refused called %d times", src.refused)
 	}
 }
+
+// A redirect from an upstream with a credential is answered with a 502
+// JSON-RPC error; the Location never reaches the client. Without a
+// credential the redirect passes as before.
+func TestUpstreamCredentialRedirect(t *testing.T) {
+	p := credentialPipeline(t, &fakeSource{})
+	for _, status := range []int{301, 302, 303, 307, 308} {
+		x, v := p.HandleRequest(context.Background(), authReq("POST", "good-bookings:read", callBody("1", "get_booking"), callHeaders("get_booking")...))
+		if v.Local != nil {
+			t.Fatalf("refused: %s", v.Local.Body)
+		}
+		_, err := x.ResponseHeaders(status, mcp.Header{"location": {"http://elsewhere.example/mcp"}})
+		if err == nil {
+			t.Fatalf("%d accepted", status)
+		}
+		l := x.End(err)
+		if l == nil || l.Status != 502 || !strings.Contains(string(l.Body), "The upstream answered with a redirect") ||
+			!strings.Contains(string(l.Body), `"id":1`) || l.Header.Get("location") != "" {
+			t.Fatalf("%d: %+v %s", status, l, l.Body)
+		}
+	}
+	plain := gatewaytest.New(t, identityOpts(gateway.Options{Asserter: &recordingAsserter{}})...)
+	x, v := plain.HandleRequest(context.Background(), authReq("POST", "good-bookings:read", callBody("1", "get_booking"), callHeaders("get_booking")...))
+	if v.Local != nil {
+		t.Fatalf("refused: %s", v.Local.Body)
+	}
+	if mode, err := x.ResponseHeaders(307, mcp.Header{"location": {"http://elsewhere.example/mcp"}}); err != nil || mode != gateway.PassThrough {
+		t.Fatalf("without a credential: %v %v", mode, err)
+	}
+}

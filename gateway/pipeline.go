@@ -340,6 +340,7 @@ type Exchange struct {
 	// credCaller who it was asked for (credentials.go); nil without.
 	cred       *upstreamCred
 	credCaller *upstreamauth.Caller
+	callerBuf  upstreamauth.Caller // credCaller's storage
 	// shapeResult: the answer carries a result to shape — a tools/call
 	// result (shaper, warnings), or third-party text of resources/read,
 	// prompts/get and completion/complete — and its stream's progress and

@@ -62,12 +62,14 @@ func withheld(message string, err error) error { return &answerError{message: me
 var (
 	errEmptyAnswer = errors.New("empty body answering a request")
 	errForeignID   = errors.New("the answer's id is not the request's")
+	errRedirect    = errors.New("redirect from an upstream with a credential")
 )
 
 // Messages of the errors that replace withheld answers.
 const (
 	emptyAnswer     = "The upstream MCP server answered the request with an empty body; the call may or may not have taken effect."
 	foreignAnswer   = "The upstream MCP server answered with another request's id; the answer was withheld."
+	redirectAnswer  = "The upstream answered with a redirect; mcpgate does not follow or relay redirects of an upstream it sends a credential to."
 	compressedEvent = "The upstream MCP server compressed its event stream (Content-Encoding %s); mcpgate relays event streams uncompressed only, and the answer was withheld."
 	unknownCoding   = "The upstream MCP server compressed its answer with Content-Encoding %s, which mcpgate cannot decode (it decodes gzip and deflate); the answer was withheld."
 	corruptCoding   = "The upstream MCP server's answer is not valid %s data; the answer was withheld."
@@ -132,6 +134,11 @@ func (x *Exchange) responseHeaders(status int, h mcp.Header) (ResponseMode, erro
 	}
 	if err := x.refusedCredential(status); err != nil { // credentials.go
 		return PassThrough, err
+	}
+	if x.cred != nil && status/100 == 3 && status != 304 {
+		// Streamable HTTP has no redirects, and the Location of an
+		// upstream that gets a credential is not the client's to follow.
+		return PassThrough, withheld(redirectAnswer, errRedirect)
 	}
 	if err := x.refusedAssertion(status); err != nil {
 		return PassThrough, err

@@ -106,8 +106,9 @@ type Exchange struct {
 
 // exchanged is a cached token.
 type exchanged struct {
-	authorization string // "Bearer " + token
-	reuseUntil    time.Time
+	// header is {"authorization": {"Bearer " + token}}: shared, read only.
+	header     map[string][]string
+	reuseUntil time.Time
 }
 
 var _ Source = (*Exchange)(nil)
@@ -178,8 +179,9 @@ func NewExchange(cfg ExchangeConfig) (*Exchange, error) {
 // Kind is KindTokenExchange.
 func (e *Exchange) Kind() string { return KindTokenExchange }
 
-// Header returns {"authorization": {"Bearer <exchanged token>"}} for c,
-// from the cache or from one token request per key at a time. A refusal
+// Header returns {"authorization": {"Bearer <exchanged token>"}} for c
+// (shared: callers must not change it), from the cache or from one token
+// request per key at a time. A refusal
 // of the provider, or a caller without the configured subject token, is
 // an error wrapping ErrRefused; an unreachable provider or a malformed
 // answer is another error. There is no fallback in either case.
@@ -197,15 +199,17 @@ func (e *Exchange) Header(ctx context.Context, c *Caller) (map[string][]string, 
 		}
 		return nil, fmt.Errorf("%w: token exchange needs the caller's OAuth access token; this caller used a gateway-issued token (exchange the assertion instead: subject assertion)", ErrRefused)
 	}
-	key := e.key(c, subject)
+	var buf [256]byte
+	kb := e.appendKey(buf[:0], c, subject)
 	now := e.cfg.Now()
 	e.mu.Lock()
-	if t, ok := e.cache[key]; ok && now.Before(t.reuseUntil) {
+	if t, ok := e.cache[string(kb)]; ok && now.Before(t.reuseUntil) {
 		e.mu.Unlock()
 		e.cfg.Observe.observe(ResultHit)
-		return header(t.authorization), nil
+		return t.header, nil
 	}
 	e.mu.Unlock()
+	key := string(kb)
 
 	ch := e.group.DoChan(key, func() (any, error) {
 		// Another caller may have stored the token meanwhile.
@@ -234,14 +238,10 @@ func (e *Exchange) Header(ctx context.Context, c *Caller) (map[string][]string, 
 			return nil, r.Err
 		}
 		e.cfg.Observe.observe(ResultFetched)
-		return header(r.Val.(*exchanged).authorization), nil
+		return r.Val.(*exchanged).header, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-}
-
-func header(authorization string) map[string][]string {
-	return map[string][]string{"authorization": {authorization}}
 }
 
 // Refused drops the cached token of c, so that the next Header exchanges
@@ -257,7 +257,7 @@ func (e *Exchange) Refused(c *Caller) bool {
 	if subject == "" {
 		return false
 	}
-	key := e.key(c, subject)
+	key := string(e.appendKey(nil, c, subject))
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if _, ok := e.cache[key]; !ok {
@@ -291,20 +291,16 @@ func (e *Exchange) store(key string, t *exchanged) {
 	e.cache[key] = t
 }
 
-// key is the cache key of c with subject token subject: length-prefixed
-// tenant, subject, sorted rights and the subject token's identity.
-func (e *Exchange) key(c *Caller, subject string) string {
+// appendKey appends to b the cache key of c with subject token subject:
+// length-prefixed tenant, subject, sorted rights and the subject token's
+// identity.
+func (e *Exchange) appendKey(b []byte, c *Caller, subject string) []byte {
 	rights := c.Rights
 	if !slices.IsSorted(rights) {
 		rights = slices.Clone(rights)
 		slices.Sort(rights)
 	}
 	id := e.identityOf(subject)
-	n := len(c.Tenant) + len(c.Subject) + len(id) + 32
-	for _, r := range rights {
-		n += len(r) + 8
-	}
-	b := make([]byte, 0, n)
 	b = appendField(b, c.Tenant)
 	b = appendField(b, c.Subject)
 	b = strconv.AppendInt(b, int64(len(rights)), 10)
@@ -312,8 +308,7 @@ func (e *Exchange) key(c *Caller, subject string) string {
 	for _, r := range rights {
 		b = appendField(b, r)
 	}
-	b = appendField(b, id)
-	return string(b)
+	return appendField(b, id)
 }
 
 func appendField(b []byte, s string) []byte {
@@ -468,7 +463,7 @@ func (e *Exchange) fetch(ctx context.Context, subject string) (*exchanged, error
 	default:
 		return nil, fmt.Errorf("upstreamauth: token exchange: token_type %q: only Bearer is supported", sanitize(tr.TokenType, 32))
 	}
-	t := &exchanged{authorization: "Bearer " + tr.AccessToken}
+	t := &exchanged{header: map[string][]string{"authorization": []string{"Bearer " + tr.AccessToken}[:1:1]}}
 	if tr.ExpiresIn == "" {
 		t.reuseUntil = sent.Add(exchangeNoExpiryTTL)
 		return t, nil
