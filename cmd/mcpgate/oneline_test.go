@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http/httptest"
@@ -202,5 +203,46 @@ func TestServeConfigRefusesUndeclared(t *testing.T) {
 	}
 	if up.Calls(demo.ToolCancelBooking) != 0 {
 		t.Error("cancel_booking ran")
+	}
+}
+
+// TestServeUndeclaredToolsFlag: --undeclared-tools takes confirm or
+// refuse, only in the one-line mode.
+func TestServeUndeclaredToolsFlag(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown value", []string{"--upstream", "http://127.0.0.1:1/mcp", "--undeclared-tools", "allow"}, `--undeclared-tools "allow": use "confirm" or "refuse"`},
+		{"with a config file", []string{"--config", "x.yaml", "--undeclared-tools", "refuse"}, "--undeclared-tools is for the one-line mode"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			err := run(context.Background(), append([]string{"serve"}, tt.args...), &out, &errb)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("serve %v: error %v, want it to contain %q", tt.args, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestServeOneLineRefuse: with --undeclared-tools refuse the policy sees
+// undeclared tools as such: the default policy lists only the tool named
+// with --read-tools.
+func TestServeOneLineRefuse(t *testing.T) {
+	srv := httptest.NewServer(demo.New(demo.Options{}).Handler())
+	t.Cleanup(srv.Close)
+	base, _ := startServe(t, "--upstream", srv.URL+"/mcp", "--undeclared-tools", "refuse", "--read-tools", demo.ToolFindCustomers)
+	list, err := connect(t, base+"/mcp").ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range list.Tools {
+		names = append(names, tool.Name)
+	}
+	if len(names) != 1 || names[0] != demo.ToolFindCustomers {
+		t.Errorf("tools/list = %v, want only %s", names, demo.ToolFindCustomers)
 	}
 }

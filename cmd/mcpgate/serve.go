@@ -46,6 +46,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	policyDir := fs.String("policy", "", "policy `directory` (overrides the config)")
 	extprocAddr := fs.String("extproc", "", "Envoy ext_proc gRPC listener `address` (host:port or unix:/path; overrides the config)")
 	noAuth := fs.Bool("no-auth", false, "run without authentication (explicit; logged loudly)")
+	undeclared := fs.String("undeclared-tools", policy.UndeclaredConfirm, "one-line mode: what happens to tools nobody declared: `confirm` (listed; every call waits for a person's confirmation) or refuse (the policy sees them as undeclared: the default policy hides and refuses them, a --policy of your own decides)")
 	var readTools namesFlag
 	fs.Var(&readTools, "read-tools", "one-line mode: declare these tools (comma-separated `names`) as reads, called without confirmation; your word, never the upstream's annotations")
 	if err := parseFlags(fs, args); err != nil {
@@ -57,6 +58,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if len(readTools) > 0 && *upstream == "" {
 		problems = append(problems, errors.New("--read-tools is for the one-line mode (--upstream); with --config, declare the tools under upstreams[].tools"))
+	}
+	undeclaredSet := false
+	fs.Visit(func(f *flag.Flag) { undeclaredSet = undeclaredSet || f.Name == "undeclared-tools" })
+	switch {
+	case undeclaredSet && *upstream == "":
+		problems = append(problems, errors.New("--undeclared-tools is for the one-line mode (--upstream); with --config, set upstreams[].undeclared_tools"))
+	case *undeclared != policy.UndeclaredConfirm && *undeclared != policy.UndeclaredRefuse:
+		problems = append(problems, fmt.Errorf("--undeclared-tools %q: use %q or %q", *undeclared, policy.UndeclaredConfirm, policy.UndeclaredRefuse))
 	}
 	if len(problems) > 0 {
 		return errors.Join(problems...)
@@ -70,6 +79,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	} else {
 		cfg = config.Default(*upstream)
+		cfg.Upstreams[0].UndeclaredTools = *undeclared
 		if len(readTools) > 0 {
 			cfg.Upstreams[0].Tools = map[string]policy.ToolDeclaration{}
 			for _, name := range readTools {

@@ -218,8 +218,10 @@ for mode in $MODES; do
     free_port "${GATEWAY_PORT:-}"; gport=$PORT
     free_port "${ADMIN_PORT:-}"; aport=$PORT
     # shellcheck disable=SC2086 # MCPGATE_EXTRA_ARGS is split on purpose
+    # The transparent policy decides every call: the one-line mode's
+    # confirmation of undeclared tools is turned off.
     start_proc "$mdir/mcpgate/mcpgate.log" "$MCPGATE_BIN" serve \
-      --upstream "$UP_URL" \
+      --upstream "$UP_URL" --undeclared-tools refuse \
       --listen "127.0.0.1:$gport" \
       --admin "127.0.0.1:$aport" \
       --policy "$MCPGATE_POLICY" ${MCPGATE_EXTRA_ARGS:-}
