@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -9,7 +8,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -135,26 +133,9 @@ type answer struct {
 
 func send(t *testing.T, method, u string, hdr http.Header, body []byte) answer {
 	t.Helper()
-	req, err := http.NewRequest(method, u, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	for k, v := range hdr {
-		req.Header[k] = v
-	}
-	resp, err := http.DefaultTransport.RoundTrip(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, b := roundTrip(t, method, u, hdr, body)
 	return answer{Status: resp.StatusCode, ContentType: resp.Header.Get("Content-Type"),
-		WWWAuthenticate: resp.Header.Get("Www-Authenticate"), Body: decisionID.ReplaceAllString(string(b), `decision_id$1":$2"…`)}
+		WWWAuthenticate: resp.Header.Get("Www-Authenticate"), Body: maskDecisionID(b)}
 }
 
 // bearer returns MCP 2026-07-28 headers for a method, with a token.

@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -98,21 +97,7 @@ func introspect(p *oidctest.Provider, tok, aud string) bool {
 // credSend posts body to u and returns the answer with its body.
 func credSend(t *testing.T, u string, hdr http.Header, body []byte) (*http.Response, string) {
 	t.Helper()
-	req, err := http.NewRequest("POST", u, strings.NewReader(string(body)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	for k, v := range hdr {
-		req.Header[k] = v
-	}
-	resp, err := http.DefaultTransport.RoundTrip(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := roundTrip(t, "POST", u, hdr, body)
 	return resp, string(b)
 }
 

@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"bytes"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -31,27 +29,8 @@ type parityAnswer struct {
 
 func doParity(t *testing.T, method, url string, hdr http.Header, body []byte) parityAnswer {
 	t.Helper()
-	req, err := http.NewRequest(method, url, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	for k, v := range hdr {
-		req.Header[k] = v
-	}
-	resp, err := http.DefaultTransport.RoundTrip(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := parityAnswer{Status: resp.StatusCode, Header: map[string][]string{}, Body: decisionID.ReplaceAllString(string(b), `decision_id$1":$2"…`)}
+	resp, b := roundTrip(t, method, url, hdr, body)
+	a := parityAnswer{Status: resp.StatusCode, Header: map[string][]string{}, Body: maskDecisionID(b)}
 	for _, k := range parityHeaders {
 		if v := resp.Header.Values(k); len(v) > 0 {
 			a.Header[k] = v

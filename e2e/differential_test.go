@@ -140,6 +140,15 @@ func do(t *testing.T, method, url string, hdr map[string]string, body []byte) se
 // defaults, so it replaces them).
 func doHeader(t *testing.T, method, url string, hdr http.Header, body []byte) seen {
 	t.Helper()
+	resp, b := roundTrip(t, method, url, hdr, body)
+	return seen{Status: resp.StatusCode, ContentType: resp.Header.Get("Content-Type"), Body: maskDecisionID(b)}
+}
+
+// roundTrip sends one request with the fields an MCP client sends
+// (Content-Type with a body or on a POST, Accept), then hdr's fields
+// (which replace them), and returns the response with its whole body.
+func roundTrip(t *testing.T, method, url string, hdr http.Header, body []byte) (*http.Response, []byte) {
+	t.Helper()
 	var rd io.Reader = bytes.NewReader(body)
 	if len(body) > 1<<20 {
 		// Chunked: refused after reading the limit, so the small rest is
@@ -151,7 +160,9 @@ func doHeader(t *testing.T, method, url string, hdr http.Header, body []byte) se
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Content-Type", "application/json")
+	if body != nil || method == "POST" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	for k, v := range hdr {
 		req.Header[k] = v
@@ -165,7 +176,13 @@ func doHeader(t *testing.T, method, url string, hdr http.Header, body []byte) se
 	if err != nil {
 		t.Fatal(err)
 	}
-	return seen{Status: resp.StatusCode, ContentType: resp.Header.Get("Content-Type"), Body: decisionID.ReplaceAllString(string(b), `decision_id$1":$2"…`)}
+	return resp, b
+}
+
+// maskDecisionID replaces decision ids (random per answer) so that two
+// answers compare equal.
+func maskDecisionID(b []byte) string {
+	return decisionID.ReplaceAllString(string(b), `decision_id$1":$2"…`)
 }
 
 const meta26 = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
