@@ -116,11 +116,11 @@ func credentialAnswer(x *Exchange, code, cause, fix string) *Local {
 	reasons := []policy.Reason{{Code: code, Cause: cause, Fix: fix}}
 	switch {
 	case x.msg != nil && x.msg.Method == "tools/call" && x.msg.Kind == mcp.KindRequest:
-		return x.withExtra(local(200, refusal.ToolError(x.msg.ID, reasons, "")))
+		return local(200, refusal.ToolError(x.msg.ID, reasons, ""))
 	case x.answersRequest():
-		return x.withExtra(local(502, refusal.RPCError(x.msg.ID, reasons, "")))
+		return local(502, refusal.RPCError(x.msg.ID, reasons, ""))
 	}
-	return x.withExtra(&Local{Status: 502})
+	return &Local{Status: 502}
 }
 
 // errCredentialRefused: the upstream answered 401 or 403 to the

@@ -39,7 +39,7 @@ func (x *Exchange) answerFailure(err error) *Local {
 	if ae := (*answerError)(nil); errors.As(err, &ae) {
 		msg = ae.message
 	}
-	return x.withExtra(local(502, mcp.ErrorResponse(x.answeredID(), &mcp.Error{Code: mcp.CodeInternalError, Message: msg})))
+	return local(502, mcp.ErrorResponse(x.answeredID(), &mcp.Error{Code: mcp.CodeInternalError, Message: msg}))
 }
 
 // answeredID is the id of the request the exchange forwarded, null when
@@ -70,9 +70,9 @@ func (x *Exchange) failure(err error) *Local {
 		return x.answerFailure(err)
 	}
 	if !x.answersRequest() {
-		return x.withExtra(&Local{Status: 502})
+		return &Local{Status: 502}
 	}
-	return x.withExtra(local(502, mcp.ErrorResponse(x.msg.ID, &mcp.Error{Code: mcp.CodeInternalError, Message: upstreamFailure})))
+	return local(502, mcp.ErrorResponse(x.msg.ID, &mcp.Error{Code: mcp.CodeInternalError, Message: upstreamFailure}))
 }
 
 // deadlineExceeded is the answer to a tools/call whose upstream did not
@@ -92,12 +92,13 @@ func (x *Exchange) deadlineExceeded(d time.Duration) *Local {
 		reason.Fix = "It may have taken effect: check before calling it again."
 		reason.NextTool = ToolListRecentChanges
 	}
-	return x.withExtra(local(200, refusal.ToolError(x.msg.ID, []policy.Reason{reason}, "")))
+	return local(200, refusal.ToolError(x.msg.ID, []policy.Reason{reason}, ""))
 }
 
 // withExtra adds the exchange's response fields (Verdict.ResponseExtra:
-// CORS) to an answer built after the request was forwarded, so that an
-// adapter sends it with the fields the upstream's answer would have got.
+// CORS) to End's answer in place of the upstream's, so that an adapter
+// sends it with the fields the upstream's answer would have got. (Answers
+// of the request side get them in HandleRequest.)
 func (x *Exchange) withExtra(l *Local) *Local {
 	if len(x.verdict.ResponseExtra) == 0 {
 		return l

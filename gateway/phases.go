@@ -74,13 +74,13 @@ func (x *Exchange) End(err error) *Local {
 	}
 	if errors.Is(err, ErrDeadline) {
 		if l := x.deadlineExceeded(x.deadline); l != nil {
-			return l
+			return x.withExtra(l)
 		}
 	}
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}
-	return x.failure(err)
+	return x.withExtra(x.failure(err))
 }
 
 // ResponseEvents implements Phases.
