@@ -310,7 +310,18 @@ type Verdict struct {
 	// Deadline bounds the upstream exchange (standalone adapter; under
 	// Envoy the route's timeout applies); 0: none.
 	Deadline time.Duration
+	// Upstream is the member upstream a request on a federated route goes
+	// to ("" on a route that fronts one upstream). The standalone proxy
+	// forwards to that upstream's URL; the ext_proc adapter sets
+	// UpstreamHeader to it and clears Envoy's route cache, so that a route
+	// matching on the header picks the member's cluster.
+	Upstream string
 }
+
+// UpstreamHeader is the request header field that names the member
+// upstream of a federated route to Envoy. mcpgate sets it on every
+// request it forwards on a federated route and removes a client's.
+const UpstreamHeader = "x-mcpgate-upstream"
 
 // Outcome labels of mcpgate_requests_total{decision}.
 const (
