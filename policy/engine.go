@@ -237,12 +237,15 @@ func (e *Engine) Decide(ctx context.Context, in *Input) (*Decision, error) {
 	}
 	p := e.current.Load()
 	var key []byte
-	if p.memo != nil && !e.noMemo && memoable(in) {
+	if p.memo != nil && !e.noMemo {
 		kb := memoKeys.Get().(*[]byte)
 		defer memoKeys.Put(kb)
-		key = memoKey((*kb)[:0], in)
-		*kb = key[:0] // keep a grown buffer
-		if ctx.Err() == nil && p.memo.get(key, d) {
+		k, ok := p.keys.key((*kb)[:0], in)
+		*kb = k[:0] // keep a grown buffer
+		if ok {
+			key = k
+		}
+		if ok && ctx.Err() == nil && p.memo.get(key, d) {
 			// A repeat (memo.go): no OPA input is built unless the
 			// decision logs or the shadow policy need it.
 			e.memoHit.Inc()

@@ -41,6 +41,10 @@ type policyVersion struct {
 	// memo remembers this version's recent decisions (memo.go); nil when
 	// the policy calls a builtin whose answer may change between calls.
 	memo *decisionMemo
+	// keys builds memo keys from the parts of input the policy reads
+	// (reads.go); reads lists them.
+	keys  *keyPlan
+	reads *readNode
 }
 
 // Check compiles the policies in dirs (the embedded default policy when
@@ -109,8 +113,8 @@ func compileVersion(ctx context.Context, modules map[string]*ast.Module, docs ma
 		modules: len(modules),
 		defined: len(compiler.GetRulesExact(decisionRef)) > 0,
 	}
-	if deterministic(compiler) {
-		pv.memo = newDecisionMemo()
+	if reads, memo := readsOf(compiler); memo {
+		pv.memo, pv.keys, pv.reads = newDecisionMemo(), newKeyPlan(reads), reads
 	}
 	return pv, nil
 }

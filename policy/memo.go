@@ -1,9 +1,16 @@
 package policy
 
 import (
+	"bytes"
 	"encoding/binary"
+	"errors"
+	"io"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 )
@@ -41,11 +48,6 @@ type decisionMemo struct {
 }
 
 func newDecisionMemo() *decisionMemo { return &decisionMemo{m: make(map[string]Decision)} }
-
-// memoable reports whether in may be remembered (its size is bounded).
-func memoable(in *Input) bool {
-	return len(in.Message.Arguments) <= memoMaxArguments && len(in.Items) <= memoMaxItems && len(in.Finders) <= memoMaxItems
-}
 
 // get copies the decision remembered for key into d (keeping d.ID).
 func (m *decisionMemo) get(key []byte, d *Decision) bool {
@@ -87,72 +89,362 @@ func (m *decisionMemo) put(key []byte, d *Decision) {
 // one Decide: the memo stores its own copy).
 var memoKeys = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
-// memoKey appends the memo key of in to b: every field of Input, nested
-// ones included, in declaration order. Strings and raw JSON are written
-// as a uvarint length and the bytes; a bool as one byte; a pointer as a
-// presence byte and, when present, its fields; a list as a nil marker,
-// its length and its elements. A field added to Input must be added here
-// (TestMemoKeyCoversEveryField changes each field in turn and fails on
-// one the key does not see).
-func memoKey(b []byte, in *Input) []byte {
-	b = keyString(b, in.Version)
-	b = keyString(b, in.Phase)
-	t := &in.Transport
-	for _, s := range [...]string{t.Kind, t.HTTPMethod, t.Path, t.Upstream, t.Tenant, t.ProtocolVersion, t.Origin} {
-		b = keyString(b, s)
-	}
-	m := &in.Message
-	for _, s := range [...]string{m.Kind, m.Method, m.Name, m.URI} {
-		b = keyString(b, s)
-	}
-	b = keyRaw(b, m.Arguments)
-	b = keyStrings(b, m.TenantArguments)
-	b = keyLen(b, m.ArgumentProblems == nil, len(m.ArgumentProblems))
-	for i := range m.ArgumentProblems {
-		pr := &m.ArgumentProblems[i]
-		b = keyString(b, pr.Argument)
-		b = keyString(b, pr.Code)
-		b = keyString(b, pr.Message)
-		b = keyStrings(b, pr.Allowed)
-		b = keyString(b, pr.Expected)
-	}
-	b = keyBool(b, m.Client != nil)
-	if m.Client != nil {
-		b = keyString(b, m.Client.Name)
-		b = keyString(b, m.Client.Version)
-	}
-	b = keyStrings(b, m.URITenants)
-	b = keyString(b, m.URIProblem)
-	b = keyBool(b, in.Tool != nil)
-	if in.Tool != nil {
-		b = keyTool(b, in.Tool)
-	}
-	b = keyLen(b, in.Finders == nil, len(in.Finders))
-	for i := range in.Finders {
-		b = keyTool(b, &in.Finders[i])
-	}
-	b = keyLen(b, in.Items == nil, len(in.Items))
-	for i := range in.Items {
-		it := &in.Items[i]
-		b = keyString(b, it.Name)
-		b = keyBool(b, it.Tool != nil)
-		if it.Tool != nil {
-			b = keyTool(b, it.Tool)
+// inputField is a member of the input document as inputValue builds it:
+// an object whose members the key can take one by one (children), or a
+// leaf taken whole (enc). Strings and raw JSON are written as a uvarint
+// length and the bytes; a bool as one byte; a pointer as a presence byte
+// and, when present, its fields; a list as a nil marker, its length and
+// its elements. Every field of Input is in inputSchema
+// (TestMemoKeyCoversEveryField changes each field in turn and fails on one
+// the key does not see), under the name inputValue gives it
+// (TestInputSchemaNames).
+type inputField struct {
+	name     string
+	children []inputField
+	enc      func(b []byte, in *Input) []byte
+	// json marks message.arguments: raw JSON, whose members the key can
+	// take by path (argsPlan).
+	json bool
+}
+
+func str1(name string, get func(in *Input) string) inputField {
+	return inputField{name: name, enc: func(b []byte, in *Input) []byte { return keyString(b, get(in)) }}
+}
+
+func strs(name string, get func(in *Input) []string) inputField {
+	return inputField{name: name, enc: func(b []byte, in *Input) []byte { return keyStrings(b, get(in)) }}
+}
+
+var inputSchema = inputField{children: []inputField{
+	str1("version", func(in *Input) string { return in.Version }),
+	str1("phase", func(in *Input) string { return in.Phase }),
+	{name: "transport", children: []inputField{
+		str1("kind", func(in *Input) string { return in.Transport.Kind }),
+		str1("http_method", func(in *Input) string { return in.Transport.HTTPMethod }),
+		str1("path", func(in *Input) string { return in.Transport.Path }),
+		str1("upstream", func(in *Input) string { return in.Transport.Upstream }),
+		str1("tenant", func(in *Input) string { return in.Transport.Tenant }),
+		str1("protocol_version", func(in *Input) string { return in.Transport.ProtocolVersion }),
+		str1("origin", func(in *Input) string { return in.Transport.Origin }),
+	}},
+	{name: "message", children: []inputField{
+		str1("kind", func(in *Input) string { return in.Message.Kind }),
+		str1("method", func(in *Input) string { return in.Message.Method }),
+		str1("name", func(in *Input) string { return in.Message.Name }),
+		str1("uri", func(in *Input) string { return in.Message.URI }),
+		{name: "arguments", json: true, enc: func(b []byte, in *Input) []byte { return keyRaw(b, in.Message.Arguments) }},
+		strs("tenant_arguments", func(in *Input) []string { return in.Message.TenantArguments }),
+		{name: "argument_problems", enc: func(b []byte, in *Input) []byte {
+			m := &in.Message
+			b = keyLen(b, m.ArgumentProblems == nil, len(m.ArgumentProblems))
+			for i := range m.ArgumentProblems {
+				pr := &m.ArgumentProblems[i]
+				b = keyString(b, pr.Argument)
+				b = keyString(b, pr.Code)
+				b = keyString(b, pr.Message)
+				b = keyStrings(b, pr.Allowed)
+				b = keyString(b, pr.Expected)
+			}
+			return b
+		}},
+		{name: "client", enc: func(b []byte, in *Input) []byte {
+			c := in.Message.Client
+			b = keyBool(b, c != nil)
+			if c != nil {
+				b = keyString(b, c.Name)
+				b = keyString(b, c.Version)
+			}
+			return b
+		}},
+		strs("uri_tenants", func(in *Input) []string { return in.Message.URITenants }),
+		str1("uri_problem", func(in *Input) string { return in.Message.URIProblem }),
+	}},
+	{name: "tool", enc: func(b []byte, in *Input) []byte {
+		b = keyBool(b, in.Tool != nil)
+		if in.Tool != nil {
+			b = keyTool(b, in.Tool)
 		}
-		b = keyStrings(b, it.URITenants)
+		return b
+	}},
+	{name: "finders", enc: func(b []byte, in *Input) []byte {
+		b = keyLen(b, in.Finders == nil, len(in.Finders))
+		for i := range in.Finders {
+			b = keyTool(b, &in.Finders[i])
+		}
+		return b
+	}},
+	{name: "items", enc: func(b []byte, in *Input) []byte {
+		b = keyLen(b, in.Items == nil, len(in.Items))
+		for i := range in.Items {
+			it := &in.Items[i]
+			b = keyString(b, it.Name)
+			b = keyBool(b, it.Tool != nil)
+			if it.Tool != nil {
+				b = keyTool(b, it.Tool)
+			}
+			b = keyStrings(b, it.URITenants)
+		}
+		return b
+	}},
+	{name: "principal", children: []inputField{
+		{name: "authenticated", enc: func(b []byte, in *Input) []byte { return keyBool(b, in.Principal.Authenticated) }},
+		str1("tenant", func(in *Input) string { return in.Principal.Tenant }),
+		str1("subject", func(in *Input) string { return in.Principal.Subject }),
+		strs("rights", func(in *Input) []string { return in.Principal.Rights }),
+		strs("token_rights", func(in *Input) []string { return in.Principal.TokenRights }),
+		strs("live_rights", func(in *Input) []string { return in.Principal.LiveRights }),
+		str1("credential_kind", func(in *Input) string { return in.Principal.CredentialKind }),
+		str1("credential_id", func(in *Input) string { return in.Principal.CredentialID }),
+		str1("issuer", func(in *Input) string { return in.Principal.Issuer }),
+		str1("client_id", func(in *Input) string { return in.Principal.ClientID }),
+		str1("connection", func(in *Input) string { return in.Principal.Connection }),
+		str1("toolset", func(in *Input) string { return in.Principal.Toolset }),
+	}},
+}}
+
+// keyPlan builds the memo keys of one policy version from the parts of
+// the input its rules read (readsOf): two inputs with the same key are
+// the same document in every part the policy can read, so the policy
+// decides them alike.
+type keyPlan struct {
+	steps []func(b []byte, in *Input) []byte
+	// args takes members of the arguments by path; nil when the policy
+	// reads them whole (a step) or not at all.
+	args *argsPlan
+	// argsWhole: a step writes the arguments whole.
+	argsWhole bool
+}
+
+// newKeyPlan makes the plan for reads (whole: every field of Input).
+func newKeyPlan(reads *readNode) *keyPlan {
+	p := &keyPlan{}
+	p.add(&inputSchema, reads)
+	return p
+}
+
+func (p *keyPlan) add(f *inputField, r *readNode) {
+	switch {
+	case f.json && !r.whole:
+		p.args = newArgsPlan(r)
+	case r.whole || r.kind || f.enc != nil:
+		// a leaf, or an object read whole (or only by kind: always an
+		// object, but rarely worth the distinction)
+		p.all(f)
+	default:
+		for i := range f.children {
+			if c := r.children[f.children[i].name]; c != nil {
+				p.add(&f.children[i], c)
+			} // a member the document never has is always undefined
+		}
 	}
-	pr := &in.Principal
-	b = keyBool(b, pr.Authenticated)
-	for _, s := range [...]string{pr.Tenant, pr.Subject} {
-		b = keyString(b, s)
+}
+
+// all adds f whole.
+func (p *keyPlan) all(f *inputField) {
+	if f.enc != nil {
+		p.steps = append(p.steps, f.enc)
+		p.argsWhole = p.argsWhole || f.json
+		return
 	}
-	b = keyStrings(b, pr.Rights)
-	b = keyStrings(b, pr.TokenRights)
-	b = keyStrings(b, pr.LiveRights)
-	for _, s := range [...]string{pr.CredentialKind, pr.CredentialID, pr.Issuer, pr.ClientID, pr.Connection, pr.Toolset} {
-		b = keyString(b, s)
+	for i := range f.children {
+		p.all(&f.children[i])
+	}
+}
+
+// key appends in's key to b. It reports false when in is not to be
+// remembered: its arguments are not valid JSON (evaluation refuses them),
+// the parts of them in the key are larger than memoMaxArguments, or it
+// has more than memoMaxItems list items or finders.
+func (p *keyPlan) key(b []byte, in *Input) ([]byte, bool) {
+	if len(in.Items) > memoMaxItems || len(in.Finders) > memoMaxItems {
+		return b, false
+	}
+	for _, step := range p.steps {
+		b = step(b, in)
+	}
+	args := in.Message.Arguments
+	if p.argsWhole {
+		return b, len(args) <= memoMaxArguments
+	}
+	plan := p.args
+	if plan == nil {
+		plan = validArguments
+	}
+	if len(args) == 0 { // absent: no path reached
+		for range plan.whole {
+			b = append(b, 0)
+		}
+		return b, true
+	}
+	return plan.key(b, args)
+}
+
+// wholeKeyPlan keys every field of Input.
+var wholeKeyPlan = newKeyPlan(&readNode{whole: true})
+
+// memoKey appends the key of every field of in to b.
+func memoKey(b []byte, in *Input) []byte {
+	for _, step := range wholeKeyPlan.steps {
+		b = step(b, in)
 	}
 	return b
+}
+
+// argsPlan takes the parts of a tools/call's arguments that the policy
+// reads: for every path read (a node of the read tree, in a fixed order),
+// the JSON kind of the value there (0: not there) and, for a path read
+// whole, its bytes as sent. Reading them validates the whole of the
+// arguments as inputValue would (jsonValue), so an input the evaluation
+// would refuse is never answered from the memo.
+type argsPlan struct {
+	root  *argsNode // nil: the arguments are not read, only validated
+	whole []bool    // by slot
+}
+
+type argsNode struct {
+	slot     int
+	children map[string]*argsNode
+}
+
+func newArgsPlan(r *readNode) *argsPlan {
+	p := &argsPlan{}
+	var build func(r *readNode) *argsNode
+	build = func(r *readNode) *argsNode {
+		n := &argsNode{slot: len(p.whole)}
+		p.whole = append(p.whole, r.whole)
+		if r.whole {
+			return n
+		}
+		for _, k := range slices.Sorted(maps.Keys(r.children)) {
+			if n.children == nil {
+				n.children = map[string]*argsNode{}
+			}
+			n.children[k] = build(r.children[k])
+		}
+		return n
+	}
+	if r != nil {
+		p.root = build(r)
+	}
+	return p
+}
+
+// validArguments reports whether raw is JSON that inputValue accepts.
+var validArguments = &argsPlan{}
+
+type argSlot struct {
+	kind   jsontext.Kind
+	lo, hi int64
+}
+
+// argScanner reads arguments for an argsPlan; pooled.
+type argScanner struct {
+	dec   jsontext.Decoder
+	buf   bytes.Buffer
+	slots []argSlot
+	name  []byte
+}
+
+var argScanners = sync.Pool{New: func() any { return new(argScanner) }}
+
+// key appends the plan's parts of raw to b; false when raw is not valid
+// (or its parts are too large to remember).
+func (p *argsPlan) key(b []byte, raw []byte) ([]byte, bool) {
+	s := argScanners.Get().(*argScanner)
+	defer func() {
+		s.dec.Reset(eofReader{})
+		s.buf = bytes.Buffer{}
+		argScanners.Put(s)
+	}()
+	s.buf = *bytes.NewBuffer(raw)
+	s.dec.Reset(&s.buf)
+	s.slots = append(s.slots[:0], make([]argSlot, len(p.whole))...)
+	if err := s.value(p.root); err != nil {
+		return b, false
+	}
+	if _, err := s.dec.ReadToken(); !errors.Is(err, io.EOF) {
+		return b, false
+	}
+	size := 0
+	for i, sl := range s.slots {
+		b = append(b, byte(sl.kind))
+		if p.whole[i] && sl.kind != 0 {
+			v := bytes.TrimLeft(raw[sl.lo:sl.hi], " \t\r\n:,")
+			size += len(v)
+			b = keyRaw(b, v)
+		}
+	}
+	return b, size <= memoMaxArguments
+}
+
+// value reads one JSON value, recording it in n's slot.
+func (s *argScanner) value(n *argsNode) error {
+	start := s.dec.InputOffset()
+	kind := s.dec.PeekKind()
+	switch kind {
+	case '{':
+		if _, err := s.dec.ReadToken(); err != nil {
+			return err
+		}
+		for s.dec.PeekKind() != '}' {
+			name, err := s.dec.ReadValue()
+			if err != nil {
+				return err
+			}
+			var child *argsNode
+			if n != nil && n.children != nil {
+				child = n.child(name, &s.name)
+			}
+			if err := s.value(child); err != nil {
+				return err
+			}
+		}
+		if _, err := s.dec.ReadToken(); err != nil {
+			return err
+		}
+	case '[':
+		if _, err := s.dec.ReadToken(); err != nil {
+			return err
+		}
+		for s.dec.PeekKind() != ']' {
+			if err := s.value(nil); err != nil {
+				return err
+			}
+		}
+		if _, err := s.dec.ReadToken(); err != nil {
+			return err
+		}
+	default:
+		v, err := s.dec.ReadValue()
+		if err != nil {
+			return err
+		}
+		// Only numbers with an exponent can be out of OPA's range
+		// (jsonValue refuses them).
+		if kind == '0' && bytes.ContainsAny(v, "eE") {
+			if _, err := ast.NumberChecked(string(v)); err != nil {
+				return err
+			}
+		}
+	}
+	if n != nil {
+		s.slots[n.slot] = argSlot{kind: kind, lo: start, hi: s.dec.InputOffset()}
+	}
+	return nil
+}
+
+// child returns the node of the member named by the quoted JSON string
+// name, or nil.
+func (n *argsNode) child(name []byte, scratch *[]byte) *argsNode {
+	unq := name[1 : len(name)-1]
+	if bytes.IndexByte(unq, '\\') >= 0 {
+		u, err := jsontext.AppendUnquote((*scratch)[:0], name)
+		if err != nil {
+			return nil
+		}
+		*scratch, unq = u, u
+	}
+	return n.children[string(unq)]
 }
 
 func keyTool(b []byte, t *Tool) []byte {
@@ -278,49 +570,12 @@ type resultBlock struct {
 // have effects. The memo is off for a policy calling any of them.
 var volatileBuiltins = []string{"crypto.x509.parse_and_verify", "print", "trace", "internal.print"}
 
-// deterministic reports whether the compiled modules call only builtins
-// whose answer depends on their operands alone: none marked
-// Nondeterministic by OPA, none in volatileBuiltins, and no function
-// unknown to OPA's builtin table (a custom builtin could do anything).
-// Calls of the policy's own functions (data.…) are fine; their bodies are
-// checked with the rest.
-func deterministic(c *ast.Compiler) bool {
-	ok := true
-	check := func(op ast.Ref) {
-		if len(op) > 0 && op[0].Equal(ast.DefaultRootDocument) {
-			return // a function of the policy
-		}
-		name := op.String()
-		b, known := ast.BuiltinMap[name]
-		if !known || b.Nondeterministic {
-			ok = false
-			return
-		}
-		for _, v := range volatileBuiltins {
-			if name == v || strings.HasPrefix(name, v) {
-				ok = false
-				return
-			}
+// volatile reports whether name is in volatileBuiltins.
+func volatile(name string) bool {
+	for _, v := range volatileBuiltins {
+		if strings.HasPrefix(name, v) {
+			return true
 		}
 	}
-	for _, mod := range c.Modules {
-		ast.WalkExprs(mod, func(e *ast.Expr) bool {
-			if e.IsCall() {
-				check(e.Operator())
-			}
-			return !ok
-		})
-		ast.WalkTerms(mod, func(t *ast.Term) bool {
-			if call, isCall := t.Value.(ast.Call); isCall && len(call) > 0 {
-				if r, isRef := call[0].Value.(ast.Ref); isRef {
-					check(r)
-				}
-			}
-			return !ok
-		})
-		if !ok {
-			return false
-		}
-	}
-	return ok
+	return false
 }

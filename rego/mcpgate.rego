@@ -141,7 +141,7 @@ _allowed if {
 	input.message.kind == "request"
 	is_string(input.message.name)
 	input.message.name != ""
-	is_object(object.get(input.message, "arguments", {}))
+	not _arguments_not_object
 	not input.message.tenant_arguments
 	not input.message.argument_problems
 	_tool_visible(input.tool)
@@ -162,17 +162,25 @@ _has_required_param if {
 	_has_param(param)
 }
 
-_has_param(param) if {
-	value := input.message[param]
-	is_string(value)
-	value != ""
+# One rule per param (not input.message[param]): the policy reads exactly
+# the members it needs, never the arguments' values, so the decision memo
+# (policy/reads.go) reuses decisions across calls with other arguments.
+_has_param("name") if _non_empty_string(input.message.name)
+
+_has_param("uri") if _non_empty_string(input.message.uri)
+
+_non_empty_string(s) if {
+	is_string(s)
+	s != ""
 }
 
 _bad_arguments if {
 	_argument_methods[input.message.method]
-	arguments := input.message.arguments
-	not is_object(arguments)
+	_arguments_not_object
 }
+
+# Arguments present but not an object. Only their kind is read.
+_arguments_not_object if is_object(input.message.arguments) == false
 
 # The effect class of a refused tools/call, when its declaration names a
 # known one (for metrics and audit of refusals).

@@ -1,0 +1,121 @@
+package policy
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// readsPolicies are the policies the analysis and the differential tests
+// share: each reads input in its own way. The decision's cause shows what
+// the policy read, so a decision served for another input would show it.
+var readsPolicies = []struct {
+	name  string
+	rego  string
+	reads string // readsOf, one path per line ("" for the whole input)
+	memo  bool
+}{
+	{
+		name: "argument",
+		rego: `decision := {"allow": input.message.arguments.x == 1, "reasons": [{"code": "x", "cause": sprintf("%v", [input.message.arguments.x])}]}
+default decision := {"allow": false, "reasons": [{"code": "no_x", "cause": "no x"}]}`,
+		reads: "message.arguments.x", memo: true,
+	},
+	{
+		name:  "whole",
+		rego:  `decision := {"allow": true, "reasons": [{"code": "echo", "cause": json.marshal(input)}]}`,
+		reads: "", memo: true,
+	},
+	{
+		name:  "clock",
+		rego:  `decision := {"allow": time.now_ns() > 0, "reasons": [{"code": "t", "cause": sprintf("%d", [time.now_ns()])}]}`,
+		reads: "", memo: false,
+	},
+	{
+		name: "variable key",
+		rego: `decision := {"allow": true, "reasons": [{"code": "k", "cause": sprintf("%v", [[k | some k; input.message.arguments[k] == 1]])}]}`,
+		reads: "message.arguments", memo: true,
+	},
+	{
+		name: "variable key at the root",
+		rego: `decision := {"allow": true, "reasons": [{"code": "k", "cause": sprintf("%v", [[k | some k; input[k].name]])}]}`,
+		reads: "", memo: true,
+	},
+	{
+		name: "with input",
+		rego: `decision := {"allow": true, "reasons": [{"code": "w", "cause": sprintf("%v", [_inner])}]} if {
+	_inner := _echo with input as {"m": input.message.name}
+}
+_echo := input
+default decision := {"allow": false}`,
+		reads: "", memo: true,
+	},
+	{
+		name: "function",
+		rego: `_show(a) := sprintf("%v %v", [a.x, a.y])
+decision := {"allow": true, "reasons": [{"code": "f", "cause": _show(input.message.arguments)}]}`,
+		reads: "message.arguments", memo: true,
+	},
+	{
+		name: "kinds and object.get",
+		rego: `decision := {"allow": is_number(input.message.arguments.z), "reasons": [{"code": "g", "cause": sprintf("%v %v", [object.get(input.message.arguments, "y", "none"), object.get(input.principal, ["rights"], [])])}]}`,
+		reads: "message.arguments (kind)\nmessage.arguments.y\nmessage.arguments.z (kind)\nprincipal (kind)\nprincipal.rights", memo: true,
+	},
+	{
+		name: "iteration and rules",
+		rego: `decision := {"allow": count(_names) > 0, "reasons": [{"code": "i", "cause": concat(",", _names)}]}
+_names contains r if some r in input.principal.rights
+_names contains n if {
+	some item in input.items
+	n := item.name
+}
+_unused := time.now_ns()`,
+		reads: "items\nprincipal.rights", memo: true,
+	},
+}
+
+// readsOf finds, for each policy, the parts of input it can read.
+func TestReadsOf(t *testing.T) {
+	for _, tt := range readsPolicies {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := load(context.Background(), []string{policyDir(t, "package mcpgate\n\n"+tt.rego+"\n")}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.memo != nil; got != tt.memo {
+				t.Fatalf("memo %v, want %v", got, tt.memo)
+			}
+			if tt.memo && p.reads.String() != tt.reads {
+				t.Errorf("reads:\n%s\nwant:\n%s", p.reads, tt.reads)
+			}
+		})
+	}
+}
+
+// The default policy reads no argument values: only whether the
+// arguments are an object, and the facts the gateway derives from them.
+func TestDefaultPolicyReadsNoArguments(t *testing.T) {
+	p, err := load(context.Background(), nil, testDeclarations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.memo == nil {
+		t.Fatal("no memo")
+	}
+	reads := p.reads.String()
+	for _, line := range strings.Split(reads, "\n") {
+		if strings.HasPrefix(line, "message.arguments") && line != "message.arguments (kind)" {
+			t.Errorf("the default policy reads %s", line)
+		}
+	}
+	for _, want := range []string{"message.arguments (kind)", "message.tenant_arguments", "message.argument_problems", "principal.rights", "tool"} {
+		if !strings.Contains("\n"+reads+"\n", "\n"+want+"\n") {
+			t.Errorf("the default policy does not read %s:\n%s", want, reads)
+		}
+	}
+	for _, never := range []string{"principal.subject", "principal.connection", "principal.credential_id", "message.client", "transport.origin"} {
+		if strings.Contains(reads, never) {
+			t.Errorf("the default policy reads %s", never)
+		}
+	}
+}
