@@ -32,13 +32,13 @@ default decision := {"allow": false, "reasons": [{"code": "no_x", "cause": "no x
 		reads: "", memo: false,
 	},
 	{
-		name: "variable key",
-		rego: `decision := {"allow": true, "reasons": [{"code": "k", "cause": sprintf("%v", [[k | some k; input.message.arguments[k] == 1]])}]}`,
+		name:  "variable key",
+		rego:  `decision := {"allow": true, "reasons": [{"code": "k", "cause": sprintf("%v", [[k | some k; input.message.arguments[k] == 1]])}]}`,
 		reads: "message.arguments", memo: true,
 	},
 	{
-		name: "variable key at the root",
-		rego: `decision := {"allow": true, "reasons": [{"code": "k", "cause": sprintf("%v", [[k | some k; input[k].name]])}]}`,
+		name:  "variable key at the root",
+		rego:  `decision := {"allow": true, "reasons": [{"code": "k", "cause": sprintf("%v", [[k | some k; input[k].name]])}]}`,
 		reads: "", memo: true,
 	},
 	{
@@ -57,8 +57,8 @@ decision := {"allow": true, "reasons": [{"code": "f", "cause": _show(input.messa
 		reads: "message.arguments", memo: true,
 	},
 	{
-		name: "kinds and object.get",
-		rego: `decision := {"allow": is_number(input.message.arguments.z), "reasons": [{"code": "g", "cause": sprintf("%v %v", [object.get(input.message.arguments, "y", "none"), object.get(input.principal, ["rights"], [])])}]}`,
+		name:  "kinds and object.get",
+		rego:  `decision := {"allow": is_number(input.message.arguments.z), "reasons": [{"code": "g", "cause": sprintf("%v %v", [object.get(input.message.arguments, "y", "none"), object.get(input.principal, ["rights"], [])])}]}`,
 		reads: "message.arguments (kind)\nmessage.arguments.y\nmessage.arguments.z (kind)\nprincipal (kind)\nprincipal.rights", memo: true,
 	},
 	{
