@@ -15,7 +15,7 @@ import (
 // argumentValues and argumentNames make generated arguments: few enough
 // that inputs repeat in the parts a policy reads and differ in others.
 var (
-	argumentNames  = []string{`"x"`, `"y"`, `"z"`, `"q"`, `"\u0079"`, `"x\u0000"`}
+	argumentNames  = []string{`"x"`, `"y"`, `"z"`, `"q"`, `"\u0079"`, `"x\u0000"`, `"w"`}
 	argumentValues = []string{`1`, `1.0`, `2`, `"a"`, `"b"`, `true`, `null`, `[1,2]`, `{"x":1}`, `{}`, `1e3`, ` 1 `, `"é"`}
 	// badArguments are arguments the evaluation refuses or that are not
 	// an object.

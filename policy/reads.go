@@ -134,6 +134,10 @@ func (a *readAnalysis) rule(r *ast.Rule) {
 		if v, path, ok := aliasDef(e); ok {
 			defs[v]++
 			a.aliases[v] = path
+			// the assignment itself fails when the path is undefined
+			if len(path) > 0 {
+				a.root.add(path, true)
+			}
 		}
 		return false
 	})

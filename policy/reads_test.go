@@ -2,8 +2,11 @@ package policy
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/open-policy-agent/opa/v1/ast"
 )
 
 // readsPolicies are the policies the analysis and the differential tests
@@ -62,6 +65,14 @@ decision := {"allow": true, "reasons": [{"code": "f", "cause": _show(input.messa
 		reads: "message.arguments (kind)\nmessage.arguments.y\nmessage.arguments.z (kind)\nprincipal (kind)\nprincipal.rights", memo: true,
 	},
 	{
+		name: "presence",
+		rego: `decision := {"allow": true, "reasons": [{"code": "p", "cause": "w is there"}]} if {
+	_ := input.message.arguments.w
+}
+default decision := {"allow": false, "reasons": [{"code": "p", "cause": "no w"}]}`,
+		reads: "message.arguments.w (kind)", memo: true,
+	},
+	{
 		name: "iteration and rules",
 		rego: `decision := {"allow": count(_names) > 0, "reasons": [{"code": "i", "cause": concat(",", _names)}]}
 _names contains r if some r in input.principal.rights
@@ -118,4 +129,42 @@ func TestDefaultPolicyReadsNoArguments(t *testing.T) {
 			t.Errorf("the default policy reads %s", never)
 		}
 	}
+}
+
+// inputSchema names the members of the document inputValue builds, level
+// by level: with every field of Input set, the document's members are
+// exactly the schema's (a member the schema lacked would be left out of
+// every key but the whole one).
+func TestInputSchemaNames(t *testing.T) {
+	base, _, _ := fullInput(t)
+	v, err := inputValue(base, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var check func(path string, f *inputField, v ast.Value)
+	check = func(path string, f *inputField, v ast.Value) {
+		obj, ok := v.(ast.Object)
+		if !ok {
+			t.Fatalf("%s: %T, want an object", path, v)
+		}
+		var doc, schema []string
+		for _, k := range obj.Keys() {
+			doc = append(doc, string(k.Value.(ast.String)))
+		}
+		for i := range f.children {
+			c := &f.children[i]
+			schema = append(schema, c.name)
+			if c.children != nil {
+				if m := obj.Get(ast.StringTerm(c.name)); m != nil {
+					check(path+"."+c.name, c, m.Value)
+				}
+			}
+		}
+		slices.Sort(doc)
+		slices.Sort(schema)
+		if !slices.Equal(doc, schema) {
+			t.Errorf("%s: document members %q, schema %q", path, doc, schema)
+		}
+	}
+	check("input", &inputSchema, v)
 }
