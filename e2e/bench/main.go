@@ -14,7 +14,15 @@
 //     config/envoy/ configures it);
 //   - extproc-floor: the same driver in front of the least ext_proc server
 //     go-control-plane and grpc-go allow (every message answered "continue";
-//     extprocfloor.go), run as its own process.
+//     extprocfloor.go), run as its own process;
+//   - proxy-distinct, extproc-distinct: proxy and extproc with new
+//     arguments on every call (real agents rarely repeat a call), so the
+//     gateway's decision memo answers only when the policy reads none of
+//     the arguments' values.
+//
+// Every figure is also printed as a ratio to its floor of the same run:
+// proxy modes to the floor, extproc modes to the extproc-floor, the
+// gateway's memory to the memory floor (memfloor.go).
 //
 // Each runs at fixed concurrencies (one call in flight per client, one
 // kept-alive connection and one gateway token each). CPU per call is the
@@ -32,6 +40,8 @@
 //
 //	go run ./bench                      # ~1–2 minutes on 2 cores
 //	go run ./bench -n 300000 -c 8 -modes floor,proxy   # the 300k-call run
+//	go run ./bench -c 8 -modes floor,proxy,proxy-distinct -sse-bytes 0 -profile /tmp/prof
+//	                                    # CPU and allocation profiles of the gateway
 //
 // Everything listens on 127.0.0.1 and stops by itself.
 package main
@@ -89,13 +99,17 @@ type options struct {
 	floorTarget string
 	distinct    bool
 	libFloor    bool
+	profile     string // directory for the gateway's profiles ("": none)
 }
+
+// allModes are the modes -modes accepts, in the order they run.
+var allModes = []string{"direct", "floor", "proxy", "proxy-distinct", "extproc-floor", "extproc", "extproc-distinct"}
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	var o options
 	conc := fs.String("c", "1,8,32", "concurrency levels, comma-separated")
-	modes := fs.String("modes", "direct,floor,proxy,extproc-floor,extproc", "what to measure: direct, floor, proxy, extproc-floor, extproc (direct always runs: added latency is measured against it)")
+	modes := fs.String("modes", strings.Join(allModes, ","), "what to measure: "+strings.Join(allModes, ", ")+" (direct always runs: added latency is measured against it)")
 	fs.IntVar(&o.calls, "n", 3000, "calls per mode and concurrency level")
 	fs.IntVar(&o.warmup, "warmup", 300, "calls before each measured run (not counted)")
 	fs.StringVar(&o.binary, "mcpgate", "", "mcpgate binary (default: built from this module)")
@@ -104,7 +118,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.IntVar(&o.sseCap, "sse-cap", 4<<20, "limits.max_sse_event_bytes of the gateway under test")
 	fs.StringVar(&o.staleness, "rights-staleness", "0s", "rights.max_staleness (0s as in the quickstart: the rights file is consulted on every call)")
 	fs.BoolVar(&o.libFloor, "libfloor", true, "measure the memory floor: e2e/bench/libfloor, the prescribed libraries started without mcpgate's code")
-	fs.BoolVar(&o.distinct, "distinct-args", false, "give every call its own arguments, so the gateway's decision memo never answers (every call evaluates the policy)")
+	fs.BoolVar(&o.distinct, "distinct-args", false, "give every call of every mode its own arguments (the -distinct modes do so by themselves)")
+	fs.StringVar(&o.profile, "profile", "", "write CPU and allocation profiles of the gateway during each measured run of a gateway mode into this directory (the binary is built with e2e/bench/pprofhook; not with -mcpgate)")
 	fs.StringVar(&o.floorTarget, "floor-upstream", "", "internal: run as the floor proxy in front of this upstream origin")
 	extFloor := fs.Bool("extproc-floor", false, "internal: run as the ext_proc floor server")
 	if err := fs.Parse(args); err != nil {
@@ -125,7 +140,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	o.modes = strings.Split(*modes, ",")
 	for _, m := range o.modes {
-		if !slices.Contains([]string{"direct", "floor", "proxy", "extproc", "extproc-floor"}, m) {
+		if !slices.Contains(allModes, m) {
 			return fmt.Errorf("-modes: unknown mode %q", m)
 		}
 	}
@@ -134,6 +149,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if runtime.GOOS != "linux" {
 		return errors.New("the bench reads /proc: Linux only")
+	}
+	if o.profile != "" && o.binary != "" {
+		return errors.New("-profile builds its own binary: drop -mcpgate")
 	}
 	return bench(ctx, o, stdout)
 }
@@ -212,8 +230,9 @@ func startChild(binary string, args []string, prefix string) (pid int, addr stri
 }
 
 type row struct {
-	mode string
-	conc int
+	mode  string
+	floor string // the mode this row's ratios divide by ("": none)
+	conc  int
 	res  rig.LoadResult
 	cpu  time.Duration // per call; 0: not measured
 	mem  rig.Memory
@@ -229,7 +248,15 @@ func bench(ctx context.Context, o options, stdout io.Writer) error {
 		o.binary = filepath.Join(dir, "mcpgate")
 		fmt.Fprintln(stdout, "building mcpgate …")
 		// Built the way the Dockerfile builds the image: static, no cgo.
-		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", o.binary, "github.com/mcpgate/mcpgate/cmd/mcpgate")
+		build := []string{"build", "-trimpath", "-o", o.binary}
+		if o.profile != "" {
+			flags, err := profileBuild(ctx, dir) // profile.go
+			if err != nil {
+				return err
+			}
+			build = append(build, flags...)
+		}
+		cmd := exec.CommandContext(ctx, "go", append(build, "github.com/mcpgate/mcpgate/cmd/mcpgate")...)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("go build: %v\n%s", err, out)
@@ -263,6 +290,12 @@ func bench(ctx context.Context, o options, stdout io.Writer) error {
 	defer stopFloor()
 
 	people := slices.Max(o.conc)
+	var prof *profiler
+	if o.profile != "" {
+		if prof, err = newProfiler(o.profile); err != nil { // profile.go
+			return err
+		}
+	}
 	g, err := rig.StartGateway(ctx, rig.GatewayOptions{Binary: o.binary, Dir: dir, UpstreamURL: upURL, People: people,
 		MaxSSEEventBytes: o.sseCap, RightsStaleness: o.staleness, Stderr: os.Stderr})
 	if err != nil {
@@ -293,16 +326,18 @@ func bench(ctx context.Context, o options, stdout io.Writer) error {
 	}
 
 	targets := map[string]target{
-		"direct":        {upURL, 0, nil},
-		"floor":         {floorURL + "/mcp", floorPid, nil},
-		"proxy":         {g.Proxy + "/mcp", g.Pid(), g.Tokens},
-		"extproc-floor": {floorEnvURL + "/mcp", extFloorPid, nil},
-		"extproc":       {envURL + "/mcp", g.Pid(), g.Tokens},
+		"direct":           {url: upURL},
+		"floor":            {url: floorURL + "/mcp", pid: floorPid},
+		"proxy":            {url: g.Proxy + "/mcp", pid: g.Pid(), tokens: g.Tokens, floor: "floor"},
+		"proxy-distinct":   {url: g.Proxy + "/mcp", pid: g.Pid(), tokens: g.Tokens, floor: "floor", distinct: true},
+		"extproc-floor":    {url: floorEnvURL + "/mcp", pid: extFloorPid},
+		"extproc":          {url: envURL + "/mcp", pid: g.Pid(), tokens: g.Tokens, floor: "extproc-floor"},
+		"extproc-distinct": {url: envURL + "/mcp", pid: g.Pid(), tokens: g.Tokens, floor: "extproc-floor", distinct: true},
 	}
 	fmt.Fprintf(stdout, "machine: %d CPUs (GOMAXPROCS %d), %s; %d calls per run after %d warm-up calls; distinct arguments per call: %v\n",
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), o.calls, o.warmup, o.distinct)
 	fmt.Fprintf(stdout, "gateway RSS after start: %s\n\n", rig.MiB(startMem.RSS))
-	if err := measure(ctx, stdout, o, targets); err != nil {
+	if err := measure(ctx, stdout, o, targets, prof); err != nil {
 		return err
 	}
 	if libfloor != "" {
@@ -351,21 +386,28 @@ func startDriver(target, upURL string) (string, func(), error) {
 }
 
 // target is one thing the load runs against: its URL, the process whose
-// CPU and memory count (0: none), and the tokens its clients send.
+// CPU and memory count (0: none), the tokens its clients send, the mode
+// its figures are divided by (""; none), and whether every call carries
+// new arguments.
 type target = struct {
-	url    string
-	pid    int
-	tokens []string
+	url      string
+	pid      int
+	tokens   []string
+	floor    string
+	distinct bool
 }
 
 // measure runs the load against every mode at every concurrency and
 // reports.
-func measure(ctx context.Context, stdout io.Writer, o options, targets map[string]target) error {
+func measure(ctx context.Context, stdout io.Writer, o options, targets map[string]target, prof *profiler) error {
 	var rows []row
 	for _, c := range o.conc {
-		for _, m := range o.modes {
+		for _, m := range allModes {
+			if !slices.Contains(o.modes, m) {
+				continue
+			}
 			t := targets[m]
-			lo := rig.LoadOptions{URL: t.url, Tokens: t.tokens, Concurrency: c, DistinctArgs: o.distinct}
+			lo := rig.LoadOptions{URL: t.url, Tokens: t.tokens, Concurrency: c, DistinctArgs: o.distinct || t.distinct}
 			lo.Calls = o.warmup
 			if w := rig.Load(ctx, lo); w.Failed > 0 {
 				fmt.Fprintf(stdout, "warning: %s c=%d warm-up: %d failed (%s)\n", m, c, w.Failed, w.FirstFail)
@@ -375,15 +417,26 @@ func measure(ctx context.Context, stdout io.Writer, o options, targets map[strin
 			if t.pid != 0 {
 				cpu0, _ = rig.CPUTime(t.pid)
 			}
+			profiled := prof != nil && t.tokens != nil
+			if profiled {
+				if err := prof.start(m, c); err != nil {
+					return err
+				}
+			}
 			res := rig.Load(ctx, lo)
-			r := row{mode: m, conc: c, res: res}
+			if profiled {
+				if err := prof.stop(m, c); err != nil {
+					return err
+				}
+			}
+			r := row{mode: m, conc: c, res: res, floor: t.floor}
 			if t.pid != 0 {
 				cpu1, _ := rig.CPUTime(t.pid)
 				r.cpu = (cpu1 - cpu0) / time.Duration(max(o.calls, 1))
 				r.mem, _ = rig.ReadMemory(t.pid)
 			}
 			rows = append(rows, r)
-			fmt.Fprintf(stdout, "%-8s c=%-3d %8.0f calls/s  p50 %-9s p99 %-9s failed %d\n", m, c, res.Throughput(),
+			fmt.Fprintf(stdout, "%-16s c=%-3d %8.0f calls/s  p50 %-9s p99 %-9s failed %d\n", m, c, res.Throughput(),
 				res.Percentile(50).Round(time.Microsecond), res.Percentile(99).Round(time.Microsecond), res.Failed)
 			if res.Failed > 0 {
 				fmt.Fprintf(stdout, "         first failure: %s\n", res.FirstFail)
@@ -394,6 +447,9 @@ func measure(ctx context.Context, stdout io.Writer, o options, targets map[strin
 		}
 	}
 	report(stdout, rows)
+	if prof != nil {
+		prof.report(stdout)
+	}
 	return nil
 }
 
@@ -427,34 +483,20 @@ func report(w io.Writer, rows []row) {
 			r.res.Throughput(), us(r.res.Percentile(50)), us(r.res.Percentile(99)), added50, added99, cpu, rss, peak)
 	}
 	_ = tw.Flush()
-	fmt.Fprintln(w, "\nratios to the floor (CPU per call: lower is better; throughput: higher is better):")
+	fmt.Fprintln(w, "\nratios to the floor of the same run (proxy modes: floor; extproc modes: extproc-floor; CPU per call and latency: lower is better; calls/s: higher is better):")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "mode\tclients\tCPU/call ÷ floor\tcalls/s ÷ floor\t")
+	fmt.Fprintln(tw, "mode\tclients\tfloor\tCPU/call\tcalls/s\tp50\tp99\tCPU/call − floor's\t")
 	for _, r := range rows {
-		f, ok := find(rows, "floor", r.conc)
-		if !ok || r.mode == "floor" || r.mode == "direct" || f.cpu == 0 {
+		f, ok := find(rows, r.floor, r.conc)
+		if !ok || f.cpu == 0 || r.cpu == 0 {
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\t\n", r.mode, r.conc, float64(r.cpu)/float64(f.cpu), r.res.Throughput()/f.res.Throughput())
+		ratio := func(a, b time.Duration) string { return fmt.Sprintf("%.2f×", float64(a)/float64(b)) }
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%.2f×\t%s\t%s\t%s\t\n", r.mode, r.conc, r.floor, ratio(r.cpu, f.cpu),
+			r.res.Throughput()/f.res.Throughput(), ratio(r.res.Percentile(50), f.res.Percentile(50)),
+			ratio(r.res.Percentile(99), f.res.Percentile(99)), us(r.cpu-f.cpu))
 	}
 	_ = tw.Flush()
-	var lines []string
-	for _, r := range rows {
-		f, ok := find(rows, "extproc-floor", r.conc)
-		if r.mode != "extproc" || !ok || f.cpu == 0 {
-			continue
-		}
-		lines = append(lines, fmt.Sprintf("extproc\t%d\t%s\t%.2f\t%.2f\t", r.conc, us(r.cpu-f.cpu), float64(r.cpu)/float64(f.cpu), r.res.Throughput()/f.res.Throughput()))
-	}
-	if len(lines) > 0 {
-		fmt.Fprintln(w, "\next_proc against the ext_proc floor (the same driver, an ext_proc server that only answers \"continue\"):")
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "mode\tclients\tCPU/call − floor's\tCPU/call ÷ floor\tcalls/s ÷ floor\t")
-		for _, l := range lines {
-			fmt.Fprintln(tw, l)
-		}
-		_ = tw.Flush()
-	}
 }
 
 // sse streams o.sseBytes through the proxy as progress events while

@@ -70,5 +70,7 @@ func memoryFloor(ctx context.Context, w io.Writer, binary string, g *rig.Gateway
 	}
 	fmt.Fprintf(w, "\nmemory floor — e2e/bench/libfloor, the prescribed libraries started as mcpgate starts them, none of mcpgate's code, after %d policy evaluations from %d clients:\n  libfloor %s\n  mcpgate  %s\n",
 		evaluations, conc, show(lf), show(gw))
+	fmt.Fprintf(w, "  mcpgate − floor: RSS %s, peak %s (peak %.2f× the floor's)\n",
+		rig.MiB(gw.RSS-lf.RSS), rig.MiB(gw.PeakRSS-lf.PeakRSS), float64(gw.PeakRSS)/float64(max(lf.PeakRSS, 1)))
 	return nil
 }
