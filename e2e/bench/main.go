@@ -233,9 +233,9 @@ type row struct {
 	mode  string
 	floor string // the mode this row's ratios divide by ("": none)
 	conc  int
-	res  rig.LoadResult
-	cpu  time.Duration // per call; 0: not measured
-	mem  rig.Memory
+	res   rig.LoadResult
+	cpu   time.Duration // per call; 0: not measured
+	mem   rig.Memory
 }
 
 func bench(ctx context.Context, o options, stdout io.Writer) error {
