@@ -2,8 +2,11 @@ package policy
 
 import (
 	"context"
+	"fmt"
 	"syscall"
 	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // cpuTime returns the CPU time (user + system) this process has used, in
@@ -75,6 +78,27 @@ func BenchmarkDecideToolsCallMemo(b *testing.B) {
 	e := newDefaultEngine(b)
 	in := callInput("search_contacts", alice)
 	benchDecide(b, context.Background(), e, in, allowed)
+}
+
+// BenchmarkDecideToolsCallNewArguments is the call with new arguments
+// every time, memo on: the default policy reads no argument values, so
+// the memo answers; the key takes the arguments' kind and validates them.
+func BenchmarkDecideToolsCallNewArguments(b *testing.B) {
+	e := newDefaultEngine(b)
+	in := callInput("search_contacts", alice)
+	args := make([]jsontext.Value, 4096)
+	for i := range args {
+		args[i] = jsontext.Value(fmt.Sprintf(`{"query":"acme %d","limit":%d,"min_score":0.75,"tags":["vip","emea"],"filters":{"active":true,"owner":null}}`, i, i))
+	}
+	n := 0
+	ctx := context.Background()
+	loop(b, func() {
+		in.Message.Arguments = args[n%len(args)]
+		n++
+		if d, err := e.Decide(ctx, in); err != nil || !d.Allow {
+			b.Fatal(d, err)
+		}
+	})
 }
 
 // BenchmarkDecideToolsCallCatalog is the call of the e2e benchmark's

@@ -52,9 +52,9 @@ type Options struct {
 	// and Shadow; nil: not registered.
 	Registerer prometheus.Registerer
 	// NoDecisionMemo evaluates the policy for every Decide, even for an
-	// input equal to a recent one (memo.go; the memo is on by default for
-	// a policy that calls no time-, network- or randomness-dependent
-	// builtin).
+	// input equal to a recent one in every part the policy reads (memo.go,
+	// reads.go; the memo is on by default for a policy that calls no
+	// time-, network- or randomness-dependent builtin).
 	NoDecisionMemo bool
 }
 
@@ -92,7 +92,7 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 	}
 	memo := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mcpgate_policy_decision_memo_total",
-		Help: "Policy decisions by how the decision memo took part: hit (a repeated input answered from the memo), miss (evaluated, then remembered), off (evaluated without the memo: the policy calls a builtin whose answer changes between calls, the input is too large, or the memo is turned off).",
+		Help: "Policy decisions by how the decision memo took part: hit (an input equal to a recent one in every part the policy reads, answered from the memo), miss (evaluated, then remembered), off (evaluated without the memo: the policy calls a builtin whose answer changes between calls, the input is too large, or the memo is turned off).",
 	}, []string{"result"})
 	e.memoHit, e.memoMiss, e.memoOff = memo.WithLabelValues("hit"), memo.WithLabelValues("miss"), memo.WithLabelValues("off")
 	if o.Registerer != nil {

@@ -65,6 +65,13 @@ decision := {"allow": true, "reasons": [{"code": "f", "cause": _show(input.messa
 		reads: "message.arguments (kind)\nmessage.arguments.y\nmessage.arguments.z (kind)\nprincipal (kind)\nprincipal.rights", memo: true,
 	},
 	{
+		name: "rules under a variable key",
+		rego: `decision := {"allow": true, "reasons": [{"code": "r", "cause": concat(",", [v | some k; v := data.mcpgate.helpers[k]])}]}
+helpers.a := input.message.name
+helpers.b := input.transport.upstream`,
+		reads: "message.name\ntransport.upstream", memo: true,
+	},
+	{
 		name: "presence",
 		rego: `decision := {"allow": true, "reasons": [{"code": "p", "cause": "w is there"}]} if {
 	_ := input.message.arguments.w
