@@ -156,3 +156,20 @@ func BenchmarkInputValue(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkMemoKey builds the default policy's memo key of a tools/call
+// (the parts it reads, the arguments validated).
+func BenchmarkMemoKey(b *testing.B) {
+	p, err := load(context.Background(), nil, testDeclarations)
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := callInput("search_contacts", alice)
+	buf := make([]byte, 0, 1024)
+	loop(b, func() {
+		var ok bool
+		if buf, ok = p.keys.key(buf[:0], in); !ok {
+			b.Fatal("not memoable")
+		}
+	})
+}

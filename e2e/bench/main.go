@@ -483,18 +483,25 @@ func report(w io.Writer, rows []row) {
 			r.res.Throughput(), us(r.res.Percentile(50)), us(r.res.Percentile(99)), added50, added99, cpu, rss, peak)
 	}
 	_ = tw.Flush()
-	fmt.Fprintln(w, "\nratios to the floor of the same run (proxy modes: floor; extproc modes: extproc-floor; CPU per call and latency: lower is better; calls/s: higher is better):")
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "mode\tclients\tfloor\tCPU/call\tcalls/s\tp50\tp99\tCPU/call − floor's\t")
+	var lines []string
+	ratio := func(a, b time.Duration) string { return fmt.Sprintf("%.2f×", float64(a)/float64(b)) }
 	for _, r := range rows {
 		f, ok := find(rows, r.floor, r.conc)
 		if !ok || f.cpu == 0 || r.cpu == 0 {
 			continue
 		}
-		ratio := func(a, b time.Duration) string { return fmt.Sprintf("%.2f×", float64(a)/float64(b)) }
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%.2f×\t%s\t%s\t%s\t\n", r.mode, r.conc, r.floor, ratio(r.cpu, f.cpu),
+		lines = append(lines, fmt.Sprintf("%s\t%d\t%s\t%s\t%.2f×\t%s\t%s\t%s\t", r.mode, r.conc, r.floor, ratio(r.cpu, f.cpu),
 			r.res.Throughput()/f.res.Throughput(), ratio(r.res.Percentile(50), f.res.Percentile(50)),
-			ratio(r.res.Percentile(99), f.res.Percentile(99)), us(r.cpu-f.cpu))
+			ratio(r.res.Percentile(99), f.res.Percentile(99)), us(r.cpu-f.cpu)))
+	}
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nratios to the floor of the same run (proxy modes: floor; extproc modes: extproc-floor; CPU per call and latency: lower is better; calls/s: higher is better):")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "mode\tclients\tfloor\tCPU/call\tcalls/s\tp50\tp99\tCPU/call − floor's\t")
+	for _, l := range lines {
+		fmt.Fprintln(tw, l)
 	}
 	_ = tw.Flush()
 }
