@@ -226,11 +226,13 @@ func (p *keyPlan) add(f *inputField, r *readNode) {
 	switch {
 	case f.json && !r.whole:
 		p.args = newArgsPlan(r)
-	case r.whole || r.kind || f.enc != nil:
-		// a leaf, or an object read whole (or only by kind: always an
-		// object, but rarely worth the distinction)
+	case r.whole || f.enc != nil:
+		// an object read whole, or a leaf (read whole, by kind or by
+		// members: taken whole)
 		p.all(f)
 	default:
+		// an object of the document, always there: its kind says
+		// nothing, its members are taken one by one
 		for i := range f.children {
 			if c := r.children[f.children[i].name]; c != nil {
 				p.add(&f.children[i], c)

@@ -250,6 +250,21 @@ func TestDecisionMemoByArgument(t *testing.T) {
 	if hits := memoHits(t, def); hits != 9 {
 		t.Errorf("default policy, 10 calls with new arguments: %v memo hits, want 9", hits)
 	}
+	// Eight agents with their own tokens (subject, credential, connection
+	// and client differ; tenant and rights are the same) share it too.
+	for i := range 8 {
+		p := alice
+		p.Subject, p.CredentialID, p.Connection = fmt.Sprintf("agent-%d", i), fmt.Sprintf("tok_%d", i), fmt.Sprintf("tok_%d", i)
+		in := callInput("search_contacts", p)
+		in.Message.Client = &Client{Name: fmt.Sprintf("agent-%d", i)}
+		in.Message.Arguments = jsontext.Value(fmt.Sprintf(`{"query":"a%d"}`, i))
+		if d, err := def.Decide(ctx, in); err != nil || !d.Allow {
+			t.Fatalf("agent %d: %+v %v", i, d, err)
+		}
+	}
+	if hits := memoHits(t, def); hits != 17 {
+		t.Errorf("default policy, 8 agents: %v memo hits in all, want 17", hits)
+	}
 }
 
 // FuzzMemoKey drives random arguments, method and principal through a
