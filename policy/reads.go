@@ -264,12 +264,12 @@ func (a *readAnalysis) ref(r ast.Ref) {
 	case head.Equal(ast.DefaultRootDocument):
 		a.reach(r)
 	default:
-		if v, ok := head.Value.(ast.Var); ok {
-			if p, isAlias := a.aliases[v]; isAlias {
-				base = p
-			} else {
-				a.builtin(r, false) // e.g. `with f as time.now_ns`
-			}
+		if v, ok := head.Value.(ast.Var); !ok {
+			a.term(head) // a call or a composite value, indexed
+		} else if p, isAlias := a.aliases[v]; isAlias {
+			base = p
+		} else {
+			a.builtin(r, false) // e.g. `with f as time.now_ns`
 		}
 	}
 	if base != nil {

@@ -72,6 +72,15 @@ helpers.b := input.transport.upstream`,
 		reads: "message.name\ntransport.upstream", memo: true,
 	},
 	{
+		name: "unified twice",
+		rego: `decision := {"allow": true, "reasons": [{"code": "u", "cause": "name and uri are equal"}]} if {
+	x = input.message.name
+	x = input.message.uri
+}
+default decision := {"allow": false, "reasons": [{"code": "u", "cause": "they differ"}]}`,
+		reads: "message.name\nmessage.uri", memo: true,
+	},
+	{
 		name: "presence",
 		rego: `decision := {"allow": true, "reasons": [{"code": "p", "cause": "w is there"}]} if {
 	_ := input.message.arguments.w
