@@ -61,6 +61,9 @@ func genInput(r *rand.Rand) *Input {
 		if r.IntN(10) == 0 {
 			in.Message.TenantArguments = []string{"tenant"}
 		}
+		if r.IntN(4) == 0 { // equal members: a policy may compare them
+			in.Message.URI = in.Message.Name
+		}
 		if r.IntN(10) == 0 {
 			in.Message.ArgumentProblems = []ArgumentProblem{{Argument: "x", Code: "wrong_type", Message: "x", Expected: "string"}}
 		}

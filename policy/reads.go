@@ -129,11 +129,10 @@ func (a *readAnalysis) everything() { a.root.whole, a.root.children = true, nil 
 // rule walks one rule and its else branches.
 func (a *readAnalysis) rule(r *ast.Rule) {
 	a.aliases = map[ast.Var][]string{}
-	defs := map[ast.Var]int{}
+	defs := map[ast.Var][][]string{}
 	ast.WalkExprs(r, func(e *ast.Expr) bool {
 		if v, path, ok := aliasDef(e); ok {
-			defs[v]++
-			a.aliases[v] = path
+			defs[v] = append(defs[v], path)
 			// the assignment itself fails when the path is undefined
 			if len(path) > 0 {
 				a.root.add(path, true)
@@ -141,10 +140,13 @@ func (a *readAnalysis) rule(r *ast.Rule) {
 		}
 		return false
 	})
-	for v, n := range defs {
-		if n > 1 { // unified twice: compares whole values
-			a.root.add(a.aliases[v], false)
-			delete(a.aliases, v)
+	for v, paths := range defs {
+		if len(paths) == 1 {
+			a.aliases[v] = paths[0]
+			continue
+		}
+		for _, p := range paths { // unified twice: compares whole values
+			a.root.add(p, false)
 		}
 	}
 	for _, t := range r.Head.Reference {

@@ -73,12 +73,12 @@ helpers.b := input.transport.upstream`,
 	},
 	{
 		name: "unified twice",
-		rego: `decision := {"allow": true, "reasons": [{"code": "u", "cause": "name and uri are equal"}]} if {
-	x = input.message.name
-	x = input.message.uri
+		rego: `decision := {"allow": true, "reasons": [{"code": "u", "cause": "x and y are equal"}]} if {
+	v = input.message.arguments.x
+	v = input.message.arguments.y
 }
 default decision := {"allow": false, "reasons": [{"code": "u", "cause": "they differ"}]}`,
-		reads: "message.name\nmessage.uri", memo: true,
+		reads: "message.arguments.x\nmessage.arguments.y", memo: true,
 	},
 	{
 		name: "presence",
