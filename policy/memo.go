@@ -15,22 +15,27 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 )
 
-// A decision depends only on the input and on the policy version (its
-// modules and data, fixed once compiled) — unless the policy calls a
-// builtin whose answer changes from call to call (time.now_ns, http.send,
-// rand.intn, io.jwt.decode_verify, …). For a policy that calls none of
-// those, decisionMemo keeps the decisions of recent inputs, so a repeat of
-// an input — the same caller making the same call, listing tools again,
-// pinging — is answered without evaluating the Rego again, and without
-// building its OPA input (BenchmarkDecideToolsCallMemo against
-// BenchmarkDecideToolsCall measures the difference).
+// A decision depends only on the parts of the input the policy reads and
+// on the policy version (its modules and data, fixed once compiled) —
+// unless the policy calls a builtin whose answer changes from call to call
+// (time.now_ns, http.send, rand.intn, io.jwt.decode_verify, …). For a
+// policy that calls none of those, decisionMemo keeps the decisions of
+// recent inputs, keyed by the parts the policy reads (reads.go, keyPlan),
+// so an input equal to a recent one in those parts — the same caller
+// making the same call, another agent with the same rights, the same tool
+// called with other arguments by a policy that reads none of their values
+// — is answered without evaluating the Rego again, and without building
+// its OPA input (BenchmarkDecideToolsCallMemo and
+// BenchmarkDecideToolsCallNewArguments against BenchmarkDecideToolsCall
+// measure the difference).
 
 // memoEntries bounds a memo; when full, one entry is forgotten for each
 // new one.
 const memoEntries = 1024
 
-// memoMaxArguments: inputs whose arguments are larger than this (bytes of
-// JSON) are not remembered, which bounds the memo's memory (~ a few MiB).
+// memoMaxArguments: inputs whose arguments' parts in the key are larger
+// than this (bytes of JSON) are not remembered, which bounds the memo's
+// memory (~ a few MiB).
 const memoMaxArguments = 2048
 
 // memoMaxItems: a list-phase input with more items is not remembered.
