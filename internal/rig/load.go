@@ -46,8 +46,9 @@ type LoadOptions struct {
 	Calls       int           // total calls, shared by the clients
 	Timeout     time.Duration // bound on one call (default 30s)
 	// DistinctArgs gives every call its own arguments ({"service":"db-<n>"})
-	// instead of the same {"service":"db"}: no two policy inputs are
-	// equal, so the gateway's decision memo never answers (policy/memo.go).
+	// instead of the same {"service":"db"}, as real agents do: the
+	// decision memo answers only a policy that reads none of their values,
+	// as the default policy (policy/reads.go).
 	DistinctArgs bool
 }
 
