@@ -270,23 +270,30 @@ func TestDecisionMemoByArgument(t *testing.T) {
 	}
 }
 
-// FuzzMemoKey drives random arguments, method and principal through a
-// policy that reads one argument, memo on against memo off: the memo
-// never answers an input with another input's decision, and refuses what
-// the evaluation refuses.
+// FuzzMemoKey drives random arguments, method and principal through the
+// policies of readsPolicies (which chosen by the fuzzer), memo on against
+// memo off: the memo never answers an input with another input's
+// decision, and refuses what the evaluation refuses.
 func FuzzMemoKey(f *testing.F) {
-	for _, a := range append(append([]string{}, badArguments...), `{"x":1}`, `{"x":1,"y":2}`, `{"\u0078":[1,{"x":2}]}`, `{}`, ``) {
-		f.Add([]byte(a), "tools/call", uint8(1))
+	for _, a := range append(append([]string{}, badArguments...), `{"x":1}`, `{"x":1,"y":2}`, `{"\u0078":[1,{"x":2}]}`, `{"w":null}`, `{}`, ``) {
+		f.Add([]byte(a), "tools/call", uint8(1), uint8(0))
 	}
-	memo, plain := differentialEngines(f, `decision := {"allow": object.get(input.message.arguments, "y", 0) == 2, "reasons": [{"code": "x", "cause": sprintf("%v %v %v", [input.message.arguments.x, is_object(input.message.arguments), input.principal.rights])}]}
-default decision := {"allow": false, "reasons": [{"code": "no", "cause": "no"}]}`)
-	f.Fuzz(func(t *testing.T, args []byte, method string, who uint8) {
+	type pair struct{ memo, plain *Engine }
+	var engines []pair
+	for _, pol := range readsPolicies {
+		if pol.memo {
+			m, p := differentialEngines(f, pol.rego)
+			engines = append(engines, pair{m, p})
+		}
+	}
+	f.Fuzz(func(t *testing.T, args []byte, method string, who, policy uint8) {
+		e := engines[int(policy)%len(engines)]
 		in := callInput("search_contacts", principals[int(who)%len(principals)])
 		in.Message.Method = method
 		in.Message.Arguments = args
 		for range 2 {
-			got, gerr := memo.Decide(context.Background(), in)
-			want, werr := plain.Decide(context.Background(), in)
+			got, gerr := e.memo.Decide(context.Background(), in)
+			want, werr := e.plain.Decide(context.Background(), in)
 			if err := sameDecision(got, gerr, want, werr); err != nil {
 				t.Fatalf("%q: %v", args, err)
 			}
