@@ -275,15 +275,18 @@ func TestDecisionMemoByArgument(t *testing.T) {
 // memo off: the memo never answers an input with another input's
 // decision, and refuses what the evaluation refuses.
 func FuzzMemoKey(f *testing.F) {
-	for _, a := range append(append([]string{}, badArguments...), `{"x":1}`, `{"x":1,"y":2}`, `{"\u0078":[1,{"x":2}]}`, `{"w":null}`, `{}`, ``) {
-		f.Add([]byte(a), "tools/call", uint8(1), uint8(0))
-	}
 	type pair struct{ memo, plain *Engine }
 	var engines []pair
 	for _, pol := range readsPolicies {
 		if pol.memo {
 			m, p := differentialEngines(f, pol.rego)
 			engines = append(engines, pair{m, p})
+		}
+	}
+	seeds := append(append([]string{}, badArguments...), `{"x":1}`, `{"x":1,"y":1}`, `{"x":2,"y":1}`, `{"\u0078":[1,{"x":2}]}`, `{"w":null}`, `{}`, ``)
+	for i := range engines {
+		for _, a := range seeds {
+			f.Add([]byte(a), "tools/call", uint8(1), uint8(i))
 		}
 	}
 	f.Fuzz(func(t *testing.T, args []byte, method string, who, policy uint8) {
