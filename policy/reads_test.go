@@ -81,6 +81,20 @@ default decision := {"allow": false, "reasons": [{"code": "u", "cause": "they di
 		reads: "message.arguments.x\nmessage.arguments.y", memo: true,
 	},
 	{
+		name: "import alias",
+		rego: `import input.message as msg
+decision := {"allow": msg.name == "search_contacts", "reasons": [{"code": "a", "cause": msg.name}]}`,
+		reads: "message.name", memo: true,
+	},
+	{
+		name: "builtin named in with",
+		rego: `_n(_, _) := 1
+decision := {"allow": x >= 0, "reasons": [{"code": "w", "cause": "w"}]} if {
+	x := _n("a", 10) with _n as rand.intn
+}`,
+		reads: "", memo: false,
+	},
+	{
 		name: "presence",
 		rego: `decision := {"allow": true, "reasons": [{"code": "p", "cause": "w is there"}]} if {
 	_ := input.message.arguments.w
