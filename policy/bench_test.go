@@ -173,3 +173,24 @@ func BenchmarkMemoKey(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkDecideArgumentPolicy is a policy that reads one argument,
+// evaluated every time (memo off), for a call whose arguments also carry
+// a ~2 KiB document the policy never reads.
+func BenchmarkDecideArgumentPolicy(b *testing.B) {
+	dir := policyDir(b, `package mcpgate
+
+decision := {"allow": input.message.arguments.amount < 100, "reasons": []} if input.message.method == "tools/call"
+`)
+	e, err := New(context.Background(), Options{Dirs: []string{dir}, NoDecisionMemo: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := callInput("search_contacts", alice)
+	var doc []byte
+	for i := range 40 {
+		doc = fmt.Appendf(doc, `,"line%d":{"text":"lorem ipsum dolor sit amet","n":%d}`, i, i)
+	}
+	in.Message.Arguments = jsontext.Value(`{"amount":42,"document":{"title":"x"` + string(doc) + `}}`)
+	benchDecide(b, context.Background(), e, in, allowed)
+}

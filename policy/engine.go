@@ -68,6 +68,7 @@ type Engine struct {
 	onReload     func(bool, error)
 	caches       atomic.Pointer[termCaches] // swapped by SetDeclarations
 	noMemo       bool                       // Options.NoDecisionMemo
+	wholeInput   bool                       // tests: evaluate the whole input, never the parts read
 	// memoHit, memoMiss and memoOff count decisions answered by the memo,
 	// evaluated and remembered, and evaluated without it.
 	memoHit, memoMiss, memoOff prometheus.Counter
@@ -260,7 +261,15 @@ func (e *Engine) Decide(ctx context.Context, in *Input) (*Decision, error) {
 			return d, nil
 		}
 	}
-	input, err := inputValue(in, e.caches.Load())
+	var input ast.Value
+	var err error
+	if p.keys != nil && e.logs == nil && e.shadow == nil && !e.wholeInput {
+		// Only the parts of the arguments the policy reads: it decides
+		// alike, and nothing else sees this input.
+		input, err = p.keys.inputValue(in, e.caches.Load())
+	} else {
+		input, err = inputValue(in, e.caches.Load())
+	}
 	if err != nil {
 		return e.fail(ctx, d, CodeInvalidInput, fmt.Errorf("%w: %w", ErrInvalidInput, err))
 	}

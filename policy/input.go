@@ -114,11 +114,17 @@ var anonymousTerm = ast.NewTerm(principalValue(&Principal{}))
 // omitempty rules and numbers), except that an empty Version becomes
 // SchemaVersion. c (optional) supplies shared terms for parts that repeat.
 func inputValue(in *Input, c *termCaches) (ast.Value, error) {
+	return inputValueArgs(in, c, nil)
+}
+
+// inputValueArgs is inputValue with the arguments built by args (argsPlan:
+// only the parts a policy reads; nil: all of them).
+func inputValueArgs(in *Input, c *termCaches, args *argsPlan) (ast.Value, error) {
 	version := in.Version
 	if version == "" {
 		version = SchemaVersion
 	}
-	msg, err := messageValue(&in.Message, c)
+	msg, err := messageValue(&in.Message, c, args)
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +202,7 @@ func transportValue(t *Transport) *ast.Term {
 	return ast.ObjectTerm(kv...)
 }
 
-func messageValue(m *Message, c *termCaches) (ast.Object, error) {
+func messageValue(m *Message, c *termCaches, argsPlan *argsPlan) (ast.Object, error) {
 	kv := make([][2]*ast.Term, 2, 6)
 	kv[0] = [2]*ast.Term{kKind, str(m.Kind)}
 	kv[1] = [2]*ast.Term{kMethod, str(m.Method)}
@@ -207,11 +213,19 @@ func messageValue(m *Message, c *termCaches) (ast.Object, error) {
 		kv = append(kv, [2]*ast.Term{kURI, ast.StringTerm(m.URI)})
 	}
 	if len(m.Arguments) > 0 {
-		args, err := jsonValue(m.Arguments)
+		var args ast.Value
+		var err error
+		if argsPlan == nil {
+			args, err = jsonValue(m.Arguments)
+		} else {
+			args, err = argsPlan.value(m.Arguments)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("message arguments: %w", err)
 		}
-		kv = append(kv, [2]*ast.Term{kArguments, ast.NewTerm(args)})
+		if args != nil {
+			kv = append(kv, [2]*ast.Term{kArguments, ast.NewTerm(args)})
+		}
 	}
 	if len(m.TenantArguments) > 0 {
 		names := make([]*ast.Term, len(m.TenantArguments))

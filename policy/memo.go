@@ -286,6 +286,19 @@ func (p *keyPlan) key(b []byte, in *Input) ([]byte, bool) {
 	return plan.key(b, args)
 }
 
+// inputValue builds the OPA input of in with only the parts of the
+// arguments the policy reads (argsPlan.value); the rest as inputValue.
+func (p *keyPlan) inputValue(in *Input, c *termCaches) (ast.Value, error) {
+	if p.argsWhole {
+		return inputValue(in, c)
+	}
+	plan := p.args
+	if plan == nil {
+		plan = validArguments
+	}
+	return inputValueArgs(in, c, plan)
+}
+
 // wholeKeyPlan keys every field of Input.
 var wholeKeyPlan = newKeyPlan(&readNode{whole: true})
 
@@ -354,9 +367,10 @@ type argScanner struct {
 
 var argScanners = sync.Pool{New: func() any { return new(argScanner) }}
 
-// key appends the plan's parts of raw to b; false when raw is not valid
-// (or its parts are too large to remember).
-func (p *argsPlan) key(b []byte, raw []byte) ([]byte, bool) {
+// scan reads raw with a pooled scanner, recording the plan's slots, and
+// calls f with it; the error is raw's, when it is not what jsonValue
+// accepts.
+func (p *argsPlan) scan(raw []byte, f func(s *argScanner) error) error {
 	s := argScanners.Get().(*argScanner)
 	defer func() {
 		s.dec.Reset(eofReader{})
@@ -367,21 +381,87 @@ func (p *argsPlan) key(b []byte, raw []byte) ([]byte, bool) {
 	s.dec.Reset(&s.buf)
 	s.slots = append(s.slots[:0], make([]argSlot, len(p.whole))...)
 	if err := s.value(p.root); err != nil {
-		return b, false
+		return err
 	}
 	if _, err := s.dec.ReadToken(); !errors.Is(err, io.EOF) {
-		return b, false
-	}
-	size := 0
-	for i, sl := range s.slots {
-		b = append(b, byte(sl.kind))
-		if p.whole[i] && sl.kind != 0 {
-			v := bytes.TrimLeft(raw[sl.lo:sl.hi], " \t\r\n:,")
-			size += len(v)
-			b = keyRaw(b, v)
+		if err == nil {
+			err = errTrailingData
 		}
+		return err
 	}
-	return b, size <= memoMaxArguments
+	return f(s)
+}
+
+// slotBytes are the bytes of a value read whole.
+func slotBytes(raw []byte, sl argSlot) []byte {
+	return bytes.TrimLeft(raw[sl.lo:sl.hi], " \t\r\n:,")
+}
+
+// key appends the plan's parts of raw to b; false when raw is not valid
+// (or its parts are too large to remember).
+func (p *argsPlan) key(b []byte, raw []byte) ([]byte, bool) {
+	size := 0
+	err := p.scan(raw, func(s *argScanner) error {
+		for i, sl := range s.slots {
+			b = append(b, byte(sl.kind))
+			if p.whole[i] && sl.kind != 0 {
+				v := slotBytes(raw, sl)
+				size += len(v)
+				b = keyRaw(b, v)
+			}
+		}
+		return nil
+	})
+	return b, err == nil && size <= memoMaxArguments
+}
+
+// value builds the OPA value of the plan's parts of raw (nil: the policy
+// reads nothing of it): the paths read whole as they are, the objects on
+// the way with only the members read, a value read only for its kind as
+// the least value of that kind. The policy cannot tell it from the whole
+// arguments (it reads nothing else), and evaluating it skips building the
+// rest. An error is raw's, when it is not what jsonValue accepts.
+func (p *argsPlan) value(raw []byte) (ast.Value, error) {
+	var v ast.Value
+	err := p.scan(raw, func(s *argScanner) error {
+		if p.root == nil {
+			return nil
+		}
+		var err error
+		v, err = p.build(p.root, s.slots, raw)
+		return err
+	})
+	return v, err
+}
+
+func (p *argsPlan) build(n *argsNode, slots []argSlot, raw []byte) (ast.Value, error) {
+	sl := slots[n.slot]
+	switch {
+	case sl.kind == 0:
+		return nil, nil
+	case p.whole[n.slot]:
+		return jsonValue(slotBytes(raw, sl))
+	case sl.kind == '{' && len(n.children) > 0:
+		pairs := make([][2]*ast.Term, 0, len(n.children))
+		for k, c := range n.children {
+			v, err := p.build(c, slots, raw)
+			if err != nil {
+				return nil, err
+			}
+			if v != nil {
+				pairs = append(pairs, [2]*ast.Term{ast.StringTerm(k), ast.NewTerm(v)})
+			}
+		}
+		return ast.NewObject(pairs...), nil
+	}
+	return kindValues[sl.kind], nil
+}
+
+// kindValues are the least values of each JSON kind, standing for a value
+// the policy reads only the kind of.
+var kindValues = map[jsontext.Kind]ast.Value{
+	'{': ast.NewObject(), '[': ast.NewArray(), '"': ast.String(""), '0': ast.Number("0"),
+	't': ast.Boolean(true), 'f': ast.Boolean(false), 'n': ast.NullValue,
 }
 
 // value reads one JSON value, recording it in n's slot.

@@ -120,9 +120,11 @@ func codesOnly(rs []Reason) []Reason {
 	return out
 }
 
-// differentialEngines loads a policy twice: with the decision memo and
-// without it. rego "" is the default policy.
-func differentialEngines(t testing.TB, rego string) (memo, plain *Engine) {
+// differentialEngines loads a policy three times: with the decision memo
+// (evaluating, on a miss, the parts of the arguments the policy reads),
+// without the memo but with those parts, and without either: the whole
+// input evaluated every time. rego "" is the default policy.
+func differentialEngines(t testing.TB, rego string) (memo, parts, plain *Engine) {
 	t.Helper()
 	o := Options{Declarations: testDeclarations}
 	if rego != "" {
@@ -133,10 +135,14 @@ func differentialEngines(t testing.TB, rego string) (memo, plain *Engine) {
 		t.Fatal(err)
 	}
 	o.NoDecisionMemo = true
+	if parts, err = New(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
 	if plain, err = New(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
-	return memo, plain
+	plain.wholeInput = true
+	return memo, parts, plain
 }
 
 // Memo on against memo off, over thousands of generated inputs, for the
@@ -154,7 +160,7 @@ func TestDecisionMemoDifferential(t *testing.T) {
 	}{{name: "default", memo: true}}, readsPolicies...)
 	for _, pol := range policies {
 		t.Run(pol.name, func(t *testing.T) {
-			memo, plain := differentialEngines(t, pol.rego)
+			memo, parts, plain := differentialEngines(t, pol.rego)
 			r := rand.New(rand.NewPCG(1, uint64(len(pol.name))))
 			pool := make([]*Input, 200)
 			for i := range pool {
@@ -176,14 +182,16 @@ func TestDecisionMemoDifferential(t *testing.T) {
 					ctx := context.Background()
 					for i := w; i < len(inputs); i += workers {
 						in := inputs[i]
-						got, gerr := memo.Decide(ctx, in)
 						want, werr := plain.Decide(ctx, in)
-						if !pol.memo { // the clock: decisions differ by the time
-							got.Reasons, want.Reasons = nil, nil
-						}
-						if err := sameDecision(got, gerr, want, werr); err != nil {
-							errs <- fmt.Errorf("input %d (%s %s %s): %w", i, in.Message.Method, in.Message.Name, in.Message.Arguments, err)
-							return
+						for name, e := range map[string]*Engine{"memo": memo, "parts": parts} {
+							got, gerr := e.Decide(ctx, in)
+							if !pol.memo { // the clock: decisions differ by the time
+								got.Reasons, want.Reasons = nil, nil
+							}
+							if err := sameDecision(got, gerr, want, werr); err != nil {
+								errs <- fmt.Errorf("%s, input %d (%s %s %s): %w", name, i, in.Message.Method, in.Message.Name, in.Message.Arguments, err)
+								return
+							}
 						}
 					}
 				})
@@ -211,7 +219,7 @@ func TestDecisionMemoDifferential(t *testing.T) {
 // arguments differ (it reads none of their values).
 func TestDecisionMemoByArgument(t *testing.T) {
 	ctx := context.Background()
-	memo, plain := differentialEngines(t, readsPolicies[0].rego)
+	memo, _, plain := differentialEngines(t, readsPolicies[0].rego)
 	in := callInput("search_contacts", alice)
 	for i, tt := range []struct {
 		args string
@@ -275,12 +283,12 @@ func TestDecisionMemoByArgument(t *testing.T) {
 // memo off: the memo never answers an input with another input's
 // decision, and refuses what the evaluation refuses.
 func FuzzMemoKey(f *testing.F) {
-	type pair struct{ memo, plain *Engine }
-	var engines []pair
+	type engines3 struct{ memo, parts, plain *Engine }
+	var engines []engines3
 	for _, pol := range readsPolicies {
 		if pol.memo {
-			m, p := differentialEngines(f, pol.rego)
-			engines = append(engines, pair{m, p})
+			m, pa, pl := differentialEngines(f, pol.rego)
+			engines = append(engines, engines3{m, pa, pl})
 		}
 	}
 	seeds := append(append([]string{}, badArguments...), `{"x":1}`, `{"x":1,"y":1}`, `{"x":2,"y":1}`, `{"\u0078":[1,{"x":2}]}`, `{"w":null}`, `{}`, ``)
@@ -294,9 +302,9 @@ func FuzzMemoKey(f *testing.F) {
 		in := callInput("search_contacts", principals[int(who)%len(principals)])
 		in.Message.Method = method
 		in.Message.Arguments = args
-		for range 2 {
-			got, gerr := e.memo.Decide(context.Background(), in)
-			want, werr := e.plain.Decide(context.Background(), in)
+		want, werr := e.plain.Decide(context.Background(), in)
+		for _, x := range []*Engine{e.memo, e.memo, e.parts} {
+			got, gerr := x.Decide(context.Background(), in)
 			if err := sameDecision(got, gerr, want, werr); err != nil {
 				t.Fatalf("%q: %v", args, err)
 			}
