@@ -299,16 +299,6 @@ func (p *keyPlan) inputValue(in *Input, c *termCaches) (ast.Value, error) {
 	return inputValueArgs(in, c, plan)
 }
 
-// wholeKeyPlan keys every field of Input.
-var wholeKeyPlan = newKeyPlan(&readNode{whole: true})
-
-// memoKey appends the key of every field of in to b.
-func memoKey(b []byte, in *Input) []byte {
-	for _, step := range wholeKeyPlan.steps {
-		b = step(b, in)
-	}
-	return b
-}
 
 // argsPlan takes the parts of a tools/call's arguments that the policy
 // reads: for every path read (a node of the read tree, in a fixed order),

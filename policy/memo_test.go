@@ -464,3 +464,14 @@ func TestDecisionMemoCounted(t *testing.T) {
 func (e *Engine) memoCounter(result string) prometheus.Counter {
 	return map[string]prometheus.Counter{"hit": e.memoHit, "miss": e.memoMiss, "off": e.memoOff}[result]
 }
+
+// memoKey appends the key of every field of in to b: the key of a policy
+// that reads the whole input.
+func memoKey(b []byte, in *Input) []byte {
+	for _, step := range wholeKeyPlan.steps {
+		b = step(b, in)
+	}
+	return b
+}
+
+var wholeKeyPlan = newKeyPlan(&readNode{whole: true})
