@@ -120,6 +120,9 @@ type Server struct {
 	// MessageBudget); timers then holds idle *overrideTimers.
 	extend bool
 	timers sync.Pool
+	// handle runs the pipeline on a request: Pipeline.HandleRequest (tests
+	// may wrap it).
+	handle func(context.Context, *gateway.Request) (*gateway.Exchange, gateway.Verdict)
 }
 
 var _ extprocv3.ExternalProcessorServer = (*Server)(nil)
@@ -153,6 +156,7 @@ func New(o Options) (*Server, error) {
 		return nil, fmt.Errorf("extproc: %w", err)
 	}
 	s.routes = t
+	s.handle = o.Pipeline.HandleRequest
 	return s, nil
 }
 
@@ -273,13 +277,17 @@ func (ex *exchange) requestHeaders(in *extprocv3.ProcessingRequest, h *extprocv3
 		}
 	}
 	if !h.GetEndOfStream() {
+		if l := checkBodyMode(in); l != nil {
+			return immediate(l)
+		}
 		return headersResponse(nil, false)
 	}
 	ex.decide(gateway.PhaseRequestHeaders)
 	if ex.verdict.Local != nil {
 		return immediate(ex.verdict.Local)
 	}
-	return headersResponse(mutation(ex.withPath(ex.verdict.SetHeader), ex.verdict.RemoveHeader), false)
+	set, remove, clear := ex.routing(ex.withPath(ex.verdict.SetHeader), ex.verdict.RemoveHeader)
+	return headersResponse(mutation(set, remove), clear)
 }
 
 // withPath returns set with the :path the upstream gets when the client's
@@ -321,8 +329,9 @@ func (ex *exchange) requestBody(b *extprocv3.HttpBody) *extprocv3.ProcessingResp
 		set.Set("content-length", strconv.Itoa(len(v.Body)))
 		body = &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: v.Body}}
 	}
+	set, remove, clear := ex.routing(set, v.RemoveHeader)
 	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: &extprocv3.BodyResponse{
-		Response: &extprocv3.CommonResponse{HeaderMutation: mutation(set, v.RemoveHeader), BodyMutation: body},
+		Response: &extprocv3.CommonResponse{HeaderMutation: mutation(set, remove), BodyMutation: body, ClearRouteCache: clear},
 	}}}
 }
 
@@ -340,7 +349,7 @@ func (ex *exchange) decide(phase string) {
 		ot = ex.s.armOverride(ex, phase)
 	}
 	ctx, cancel := context.WithTimeout(ex.ctx, budget)
-	ex.x, ex.verdict = o.Pipeline.HandleRequest(ctx, ex.req)
+	ex.x, ex.verdict = ex.s.handle(ctx, ex.req)
 	cancel()
 	if ot != nil {
 		ex.s.disarmOverride(ot)
@@ -607,9 +616,11 @@ var noBody = []string{"0"}
 // never modified.
 var contentEncoding = []string{"content-encoding"}
 
-func headersResponse(m *extprocv3.HeaderMutation, _ bool) *extprocv3.ProcessingResponse {
+// headersResponse answers request headers with m; clear asks Envoy to
+// choose the route again (route.go).
+func headersResponse(m *extprocv3.HeaderMutation, clear bool) *extprocv3.ProcessingResponse {
 	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{
-		Response: &extprocv3.CommonResponse{HeaderMutation: m},
+		Response: &extprocv3.CommonResponse{HeaderMutation: m, ClearRouteCache: clear},
 	}}}
 }
 
