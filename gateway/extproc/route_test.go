@@ -194,5 +194,3 @@ func TestRequestBodyModeChecked(t *testing.T) {
 		}
 	})
 }
-
-
