@@ -220,13 +220,13 @@ type Driver struct {
 	mode       *extprocfilterv3.ProcessingMode
 	routes     []*route
 	routeCache extprocfilterv3.ExternalProcessor_RouteCacheAction
-	conn    *grpc.ClientConn
-	client  extprocv3.ExternalProcessorClient
-	http    *http.Client
-	ownHTTP bool
-	st      counters
-	bg      sync.WaitGroup // graceful side-stream closes
-	closed  atomic.Bool
+	conn       *grpc.ClientConn
+	client     extprocv3.ExternalProcessorClient
+	http       *http.Client
+	ownHTTP    bool
+	st         counters
+	bg         sync.WaitGroup // graceful side-stream closes
+	closed     atomic.Bool
 }
 
 var _ http.Handler = (*Driver)(nil)
