@@ -1097,6 +1097,10 @@ var istioChecks = func() []check[*istioConfig] {
 			return ec.fn(c.extProc)
 		}})
 	}
+	// The sidecar fronts one MCP server: mcpgate never re-routes there.
+	cs = append(cs, check[*istioConfig]{"route cache action", func(c *istioConfig) error {
+		return checkRouteCacheAction(c.extProc, false)
+	}})
 	return cs
 }()
 
@@ -1111,6 +1115,9 @@ func TestIstioChecksCatchMistakes(t *testing.T) {
 	}{
 		{"fail open", "ext_proc: fail closed", func(c *istioConfig) { c.extProc.FailureModeAllow = true }},
 		{"no mode override", "ext_proc: mode override for SSE", func(c *istioConfig) { c.extProc.AllowModeOverride = false }},
+		{"route cache cleared", "route cache action", func(c *istioConfig) {
+			c.extProc.RouteCacheAction = extprocfilterv3.ExternalProcessor_DEFAULT
+		}},
 		{"bootstrap cluster name", "ext_proc cluster is Istio's outbound cluster", func(c *istioConfig) {
 			c.extProc.GrpcService.GetEnvoyGrpc().ClusterName = "mcpgate_extproc"
 		}},
