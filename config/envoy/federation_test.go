@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -195,4 +196,163 @@ func TestFederationChecksCatchMistakes(t *testing.T) {
 
 func structString(s string) *structpb.Value_StringValue {
 	return &structpb.Value_StringValue{StringValue: s}
+}
+
+// ------------------------------------------------------- Envoy Gateway ----
+
+// egMember returns the member an HTTPRoute rule matches on
+// gateway.UpstreamHeader, and whether it matches on it.
+func egMember(r *httpRoute, rule int) (string, bool) {
+	for _, m := range r.Spec.Rules[rule].Matches {
+		for _, h := range m.Headers {
+			if strings.EqualFold(h.Name, gateway.UpstreamHeader) {
+				return h.Value, true
+			}
+		}
+	}
+	return "", false
+}
+
+// egFederated reports whether an HTTPRoute routes on the member header.
+func egFederated(r *httpRoute) bool {
+	for i := range r.Spec.Rules {
+		if _, ok := egMember(r, i); ok {
+			return true
+		}
+	}
+	return false
+}
+
+var egFederationChecks = []check[*egConfig]{
+	// A request first matches a rule on the client's headers: every rule
+	// of a federated endpoint must run mcpgate, so they all sit in one
+	// HTTPRoute the EnvoyExtensionPolicy targets.
+	{"member rules attached to mcpgate", func(c *egConfig) error {
+		var errs []error
+		for _, r := range c.routes {
+			if !egFederated(r) {
+				continue
+			}
+			attached := slices.ContainsFunc(c.eeps, func(p *envoyExtensionPolicy) bool {
+				return p.Metadata.Namespace == r.Metadata.Namespace && targets(p.Spec.TargetRefs, "HTTPRoute", r.Metadata.Name)
+			})
+			if !attached {
+				errs = append(errs, fmt.Errorf("HTTPRoute %s routes on %s but no EnvoyExtensionPolicy attaches mcpgate to it", r.Metadata, gateway.UpstreamHeader))
+			}
+			for _, o := range c.routes {
+				if o == r {
+					continue
+				}
+				for _, rule := range o.Spec.Rules {
+					for _, m := range rule.Matches {
+						for _, rm := range r.Spec.Rules {
+							for _, mm := range rm.Matches {
+								if m.Path == mm.Path {
+									errs = append(errs, fmt.Errorf("HTTPRoutes %s and %s both match path %s: keep the endpoint's rules in one HTTPRoute", r.Metadata, o.Metadata, m.Path.Value))
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+		return errors.Join(errs...)
+	}},
+	{"member rules", eachEGRoute(func(_ *egConfig, r *httpRoute) error {
+		if !egFederated(r) {
+			return nil
+		}
+		var errs []error
+		seen := map[string]bool{}
+		for i, rule := range r.Spec.Rules {
+			member, ok := egMember(r, i)
+			if !ok {
+				continue
+			}
+			if len(rule.Matches) != 1 || len(rule.Matches[0].Headers) != 1 || cmpOr(rule.Matches[0].Headers[0].Type, "Exact") != "Exact" || !upstreamName.MatchString(member) {
+				errs = append(errs, fmt.Errorf("rule %d: want one match with one header match, %s Exact on an mcpgate upstream name", i, gateway.UpstreamHeader))
+			}
+			if seen[member] {
+				errs = append(errs, fmt.Errorf("rule %d: member %q routed twice", i, member))
+			}
+			seen[member] = true
+			if len(rule.BackendRefs) == 0 {
+				errs = append(errs, fmt.Errorf("rule %d: a member rule forwards to the member's backend", i))
+			}
+			path := rule.Matches[0].Path
+			fallback := -1
+			for j, o := range r.Spec.Rules {
+				if len(o.Matches) == 1 && o.Matches[0].Path == path && len(o.Matches[0].Headers) == 0 {
+					fallback = j
+					break
+				}
+			}
+			switch {
+			case fallback < 0:
+				errs = append(errs, fmt.Errorf("rule %d: no rule on path %s alone answers requests mcpgate names no member for", i, path.Value))
+			case len(r.Spec.Rules[fallback].BackendRefs) > 0:
+				errs = append(errs, fmt.Errorf("rule %d on path %s alone forwards: a request mcpgate did not route would reach a member; leave its backendRefs out", fallback, path.Value))
+			}
+		}
+		return errors.Join(errs...)
+	})},
+}
+
+func init() { egChecks = append(egChecks, egFederationChecks...) }
+
+func TestEnvoyGatewayFederation(t *testing.T) {
+	c := loadEG(t, "envoy-gateway.yaml", "envoy-gateway-federation.yaml")
+	runChecks(t, egChecks, c)
+	if !slices.ContainsFunc(c.routes, egFederated) {
+		t.Error("no HTTPRoute routes on " + gateway.UpstreamHeader)
+	}
+}
+
+// TestEnvoyGatewayFederationChecksCatchMistakes: the ways a federated
+// HTTPRoute goes wrong fail the checks.
+func TestEnvoyGatewayFederationChecksCatchMistakes(t *testing.T) {
+	team := func(c *egConfig) *httpRoute { return c.route("team", "team-mcp") }
+	for _, tt := range []struct {
+		name, check string
+		mutate      func(c *egConfig)
+	}{
+		{"fallback forwards", "member rules", func(c *egConfig) {
+			team(c).Spec.Rules[2].BackendRefs = []backendRef{{Name: "crm-mcp", Port: 8080}}
+		}},
+		{"no fallback", "member rules", func(c *egConfig) {
+			team(c).Spec.Rules = slices.Delete(team(c).Spec.Rules, 2, 3)
+		}},
+		{"regular expression on the header", "member rules", func(c *egConfig) {
+			team(c).Spec.Rules[0].Matches[0].Headers[0].Type = "RegularExpression"
+		}},
+		{"member rule without backend", "member rules", func(c *egConfig) {
+			team(c).Spec.Rules[1].BackendRefs = nil
+		}},
+		{"member rules in an HTTPRoute mcpgate is not attached to", "member rules attached to mcpgate", func(c *egConfig) {
+			other := *team(c)
+			other.Metadata.Name = "team-members"
+			other.Spec.Rules = other.Spec.Rules[:2]
+			team(c).Spec.Rules = team(c).Spec.Rules[2:]
+			c.routes = append(c.routes, &other)
+		}},
+		{"request body streamed", "processing modes", func(c *egConfig) {
+			for _, p := range c.eeps {
+				if p.Metadata.Namespace == "team" {
+					p.Spec.ExtProc[0].ProcessingMode.Request.Body = "Streamed"
+				}
+			}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := loadEG(t, "envoy-gateway.yaml", "envoy-gateway-federation.yaml")
+			chk := find(egChecks, tt.check)
+			if err := chk.fn(c); err != nil {
+				t.Fatalf("check %q fails before the change: %v", tt.check, err)
+			}
+			tt.mutate(c)
+			if err := chk.fn(c); err == nil {
+				t.Fatalf("check %q passed after %s", tt.check, tt.name)
+			}
+		})
+	}
 }
