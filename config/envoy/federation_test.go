@@ -356,3 +356,259 @@ func TestEnvoyGatewayFederationChecksCatchMistakes(t *testing.T) {
 		})
 	}
 }
+
+// ---------------------------------------------------------------- Istio ----
+
+type istioGateway struct {
+	typeMeta
+	Metadata objectMeta `json:"metadata"`
+	Spec     struct {
+		Selector map[string]string `json:"selector"`
+		Servers  []struct {
+			Port struct {
+				Number   int    `json:"number"`
+				Name     string `json:"name"`
+				Protocol string `json:"protocol"`
+			} `json:"port"`
+			Hosts []string `json:"hosts"`
+		} `json:"servers"`
+	} `json:"spec"`
+}
+
+type stringMatch struct {
+	Exact  string `json:"exact,omitempty"`
+	Prefix string `json:"prefix,omitempty"`
+	Regex  string `json:"regex,omitempty"`
+}
+
+type vsRoute struct {
+	Name  string `json:"name"`
+	Match []struct {
+		URI     *stringMatch           `json:"uri,omitempty"`
+		Headers map[string]stringMatch `json:"headers,omitempty"`
+	} `json:"match"`
+	Route []struct {
+		Destination struct {
+			Host string `json:"host"`
+			Port struct {
+				Number int `json:"number"`
+			} `json:"port"`
+		} `json:"destination"`
+	} `json:"route,omitempty"`
+	Timeout        string `json:"timeout,omitempty"`
+	DirectResponse *struct {
+		Status int `json:"status"`
+	} `json:"directResponse,omitempty"`
+}
+
+type virtualService struct {
+	typeMeta
+	Metadata objectMeta `json:"metadata"`
+	Spec     struct {
+		Hosts    []string  `json:"hosts"`
+		Gateways []string  `json:"gateways"`
+		HTTP     []vsRoute `json:"http"`
+	} `json:"spec"`
+}
+
+// istioFederation is istio-federation.yaml decoded.
+type istioFederation struct {
+	gw *istioGateway
+	vs *virtualService
+	*istioConfig
+}
+
+func loadIstioFederation(t testing.TB) *istioFederation {
+	t.Helper()
+	c := &istioFederation{}
+	for i, raw := range loadDocs(t, "istio-federation.yaml") {
+		tm := kindOf(t, raw)
+		var v any
+		switch {
+		case tm.Kind == "Gateway" && tm.APIVersion == "networking.istio.io/v1":
+			c.gw = &istioGateway{}
+			v = c.gw
+		case tm.Kind == "VirtualService" && tm.APIVersion == "networking.istio.io/v1":
+			c.vs = &virtualService{}
+			v = c.vs
+		case tm.Kind == "EnvoyFilter":
+			c.istioConfig = decodeEnvoyFilter(t, raw)
+			continue
+		default:
+			t.Fatalf("document %d: %s %s is not expected", i, tm.APIVersion, tm.Kind)
+		}
+		if err := strictDecode(raw, v); err != nil {
+			t.Fatalf("document %d (%s): %v", i, tm.Kind, err)
+		}
+	}
+	if c.gw == nil || c.vs == nil || c.istioConfig == nil {
+		t.Fatal("want a Gateway, a VirtualService and an EnvoyFilter")
+	}
+	return c
+}
+
+// vsMember returns the member a VirtualService route matches on
+// gateway.UpstreamHeader, and whether it matches on it.
+func vsMember(r vsRoute) (string, bool) {
+	for _, m := range r.Match {
+		if h, ok := m.Headers[gateway.UpstreamHeader]; ok {
+			return h.Exact, true
+		}
+	}
+	return "", false
+}
+
+var istioFederationChecks = func() []check[*istioFederation] {
+	cs := []check[*istioFederation]{
+		{"gateway context", func(c *istioFederation) error {
+			var errs []error
+			if c.ef.Spec.WorkloadSelector == nil || c.ef.Spec.WorkloadSelector.Labels["istio"] != c.gw.Spec.Selector["istio"] {
+				errs = append(errs, errors.New("the EnvoyFilter's workloadSelector must pick the Gateway's proxies"))
+			}
+			for i, p := range c.ef.Spec.ConfigPatches {
+				if p.Match == nil || p.Match.Context != "GATEWAY" {
+					errs = append(errs, fmt.Errorf("configPatches[%d]: context must be GATEWAY (the proxy that applies the VirtualService)", i))
+				}
+			}
+			if c.filter == nil || c.filter.Patch.Operation != "INSERT_BEFORE" || c.filter.Match.Listener.FilterChain.Filter.SubFilter.Name != routerFilter {
+				errs = append(errs, errors.New("ext_proc must be inserted before the router"))
+			}
+			return errors.Join(errs...)
+		}},
+		{"route cache action", func(c *istioFederation) error {
+			return checkRouteCacheAction(c.extProc, true)
+		}},
+		{"HCM patch", func(c *istioFederation) error {
+			if c.hcm == nil {
+				return errors.New("no HCM patch")
+			}
+			return checkLocalReplies(c.hcm.GetLocalReplyConfig())
+		}},
+		{"member routes", func(c *istioFederation) error {
+			var errs []error
+			if !slices.Contains(c.vs.Spec.Gateways, c.gw.Metadata.Namespace+"/"+c.gw.Metadata.Name) {
+				errs = append(errs, errors.New("the VirtualService is not bound to the Gateway"))
+			}
+			routes := c.vs.Spec.HTTP
+			seen := map[string]bool{}
+			members := 0
+			for i, r := range routes {
+				member, ok := vsMember(r)
+				if !ok {
+					continue
+				}
+				members++
+				if len(r.Match) != 1 || r.Match[0].URI == nil || r.Match[0].URI.Exact == "" || len(r.Match[0].Headers) != 1 || !upstreamName.MatchString(member) || seen[member] {
+					errs = append(errs, fmt.Errorf("route %s: want one match, an exact path and %s exact on one member's upstream name", r.Name, gateway.UpstreamHeader))
+				}
+				seen[member] = true
+				if len(r.Route) == 0 || r.DirectResponse != nil {
+					errs = append(errs, fmt.Errorf("route %s: a member route forwards to the member", r.Name))
+				}
+				if r.Timeout != "0s" {
+					errs = append(errs, fmt.Errorf("route %s: timeout %q, want 0s (tool calls and SSE streams)", r.Name, r.Timeout))
+				}
+				fallback := -1
+				for j, o := range routes {
+					if len(o.Match) == 1 && o.Match[0].URI != nil && r.Match[0].URI != nil && *o.Match[0].URI == *r.Match[0].URI && len(o.Match[0].Headers) == 0 {
+						fallback = j
+						break
+					}
+				}
+				switch {
+				case fallback < 0:
+					errs = append(errs, fmt.Errorf("route %s: no route on its path alone answers requests mcpgate names no member for", r.Name))
+				case fallback < i:
+					errs = append(errs, fmt.Errorf("route %s comes after %s, which matches the same path without the header: the member route is never chosen", r.Name, routes[fallback].Name))
+				case routes[fallback].DirectResponse == nil:
+					errs = append(errs, fmt.Errorf("route %s forwards: a request mcpgate did not route would reach a member; use directResponse", routes[fallback].Name))
+				}
+			}
+			if members == 0 {
+				errs = append(errs, errors.New("no route on "+gateway.UpstreamHeader))
+			}
+			return errors.Join(errs...)
+		}},
+		{"routes name the virtual server", func(c *istioFederation) error {
+			// One patch, for the whole virtual host of the VirtualService's
+			// host, sets the metadata and nothing else.
+			vhost := fmt.Sprintf("%s:%d", c.vs.Spec.Hosts[0], c.gw.Spec.Servers[0].Port.Number)
+			for _, p := range c.patches("HTTP_ROUTE") {
+				rc := p.Match.RouteConfiguration
+				if rc == nil || rc.Vhost == nil || rc.Vhost.Name != vhost || rc.Vhost.Route != nil {
+					continue
+				}
+				r := p.value.(*routev3.Route)
+				if r.GetAction() != nil {
+					return fmt.Errorf("the metadata patch for %s also sets a route action, which clashes with directResponse routes", vhost)
+				}
+				return checkRouteUpstream(r)
+			}
+			return fmt.Errorf("no HTTP_ROUTE patch names the virtual server on every route of %s", vhost)
+		}},
+	}
+	for _, ec := range extProcChecks {
+		cs = append(cs, check[*istioFederation]{"ext_proc: " + ec.name, func(c *istioFederation) error { return ec.fn(c.extProc) }})
+	}
+	return cs
+}()
+
+func TestIstioFederation(t *testing.T) {
+	c := loadIstioFederation(t)
+	// MERGE patches are partial messages; the inserted filter is whole.
+	if err := validateDeep(c.filter.value, "ext_proc filter"); err != nil {
+		t.Error(err)
+	}
+	runChecks(t, istioFederationChecks, c)
+}
+
+func TestIstioFederationChecksCatchMistakes(t *testing.T) {
+	for _, tt := range []struct {
+		name, check string
+		mutate      func(c *istioFederation)
+	}{
+		{"RETAIN", "route cache action", func(c *istioFederation) {
+			c.extProc.RouteCacheAction = extprocfilterv3.ExternalProcessor_RETAIN
+		}},
+		{"fallback first", "member routes", func(c *istioFederation) {
+			h := c.vs.Spec.HTTP
+			h[0], h[2] = h[2], h[0]
+		}},
+		{"fallback forwards", "member routes", func(c *istioFederation) {
+			c.vs.Spec.HTTP[2].DirectResponse = nil
+			c.vs.Spec.HTTP[2].Route = c.vs.Spec.HTTP[0].Route
+		}},
+		{"prefix match on the header", "member routes", func(c *istioFederation) {
+			c.vs.Spec.HTTP[0].Match[0].Headers[gateway.UpstreamHeader] = stringMatch{Prefix: "c"}
+		}},
+		{"member route timeout", "member routes", func(c *istioFederation) {
+			c.vs.Spec.HTTP[1].Timeout = ""
+		}},
+		{"metadata on one route only", "routes name the virtual server", func(c *istioFederation) {
+			for _, p := range c.patches("HTTP_ROUTE") {
+				if p.Match.RouteConfiguration.Vhost.Route == nil {
+					p.Match.RouteConfiguration.Vhost.Route = &struct {
+						Name   string `json:"name,omitempty"`
+						Action string `json:"action,omitempty"`
+					}{Name: "team-crm"}
+				}
+			}
+		}},
+		{"sidecar context", "gateway context", func(c *istioFederation) { c.filter.Match.Context = "SIDECAR_INBOUND" }},
+		{"streamed request body", "ext_proc: processing modes", func(c *istioFederation) {
+			c.extProc.ProcessingMode.RequestBodyMode = extprocfilterv3.ProcessingMode_STREAMED
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := loadIstioFederation(t)
+			chk := find(istioFederationChecks, tt.check)
+			if err := chk.fn(c); err != nil {
+				t.Fatalf("check %q fails before the change: %v", tt.check, err)
+			}
+			tt.mutate(c)
+			if err := chk.fn(c); err == nil {
+				t.Fatalf("check %q passed after %s", tt.check, tt.name)
+			}
+		})
+	}
+}

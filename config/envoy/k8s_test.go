@@ -908,8 +908,15 @@ func loadIstio(t testing.TB) *istioConfig {
 	if len(docs) != 1 {
 		t.Fatalf("want one document, got %d", len(docs))
 	}
+	return decodeEnvoyFilter(t, docs[0])
+}
+
+// decodeEnvoyFilter decodes an EnvoyFilter document strictly, and each
+// patch value into its Envoy proto.
+func decodeEnvoyFilter(t testing.TB, raw []byte) *istioConfig {
+	t.Helper()
 	c := &istioConfig{ef: &envoyFilter{}}
-	if err := strictDecode(docs[0], c.ef); err != nil {
+	if err := strictDecode(raw, c.ef); err != nil {
 		t.Fatal(err)
 	}
 	for i, p := range c.ef.Spec.ConfigPatches {
