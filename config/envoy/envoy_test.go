@@ -998,8 +998,11 @@ func TestBootstrapChecksCatchMistakes(t *testing.T) {
 		{"route without upstream metadata", "ingress.yaml", "routes name their upstream", func(t *testing.T, c *envoyConfig) {
 			mcpRoutes(c.hcms[0])[2].Metadata = nil
 		}},
-		{"route cache cleared", "sidecar.yaml", "route cache action", func(t *testing.T, c *envoyConfig) {
+		{"route cache cleared (retained if federated)", "sidecar.yaml", "route cache action", func(t *testing.T, c *envoyConfig) {
 			c.hcms[0].extProc.RouteCacheAction = extprocfilterv3.ExternalProcessor_CLEAR
+			if federated(c.hcms[0]) { // the chart renders sidecar.yaml with members
+				c.hcms[0].extProc.RouteCacheAction = extprocfilterv3.ExternalProcessor_RETAIN
+			}
 		}},
 		{"keepalive faster than mcpgate allows", "ingress.yaml", "ext_proc cluster is HTTP/2", func(t *testing.T, c *envoyConfig) {
 			cl := c.clusters[c.hcms[0].extProc.GetGrpcService().GetEnvoyGrpc().GetClusterName()]
