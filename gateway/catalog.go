@@ -584,7 +584,11 @@ func argumentText(arguments []byte, name string) (string, bool) {
 // and annotations derived from its declared effect class (not the
 // upstream's own hints), marked cacheScope "private" under 2026-07-28.
 func (p *Pipeline) listAnswer(ctx context.Context, x *Exchange) *Local {
-	tools, loaded := x.cat.tools, x.cat.tools != nil
+	var tools []CatalogTool
+	loaded := x.fed != nil
+	if !loaded {
+		tools, loaded = x.cat.tools, x.cat.tools != nil
+	}
 	if !loaded {
 		tools, loaded = p.opts.Catalog.Tools(x.req.Upstream)
 	}
@@ -597,29 +601,27 @@ func (p *Pipeline) listAnswer(ctx context.Context, x *Exchange) *Local {
 		return local(200, mcp.ErrorResponse(x.msg.ID, &mcp.Error{Code: mcp.CodeInvalidParams,
 			Message: "Invalid cursor: this server lists every tool on one page; call tools/list without a cursor."}))
 	}
-	items, visible, _ := p.visibleTools(ctx, x, tools) // listchanged.go; refused: none visible
-	toolset := x.input.Principal.Toolset
-	p.recordListed(x, fingerprint(tools, items, visible, toolset)) // listchanged.go
 	var out bytes.Buffer
 	enc := jsontext.NewEncoder(&out)
 	_ = enc.WriteToken(jsontext.BeginObject)
 	_ = enc.WriteToken(jsontext.String("tools"))
 	_ = enc.WriteToken(jsontext.BeginArray)
 	var effects []string
-	for i := range tools {
-		if !visible[tools[i].Name] || (p.opts.Writes != nil && isGatewayTool(tools[i].Name)) || p.exposure.shadowed(x.req.Upstream, tools[i].Name) {
-			continue
-		}
-		effects = append(effects, items[i].Tool.Effect)
-		lt := tools[i]
-		// An exposed name and text (expose.go), then a toolset's short
-		// description for small models (toolsets.go).
-		name, title, desc := p.listedText(x.req.Upstream, &lt)
-		lt.Title = title
-		lt.Description = p.opts.Toolsets.Description(toolset, x.req.Upstream, lt.Name, desc)
-		if err := p.writeListedTool(enc, x.req.Upstream, name, &lt, items[i].Tool); err != nil {
-			p.log.LogAttrs(ctx, slog.LevelError, "a catalog tool cannot be listed", slog.String("tool", tools[i].Name), slog.Any("error", err))
-			continue
+	if x.fed == nil {
+		items, visible, _ := p.visibleTools(ctx, x, tools)                               // listchanged.go; refused: none visible
+		p.recordListed(x, fingerprint(tools, items, visible, x.input.Principal.Toolset)) // listchanged.go
+		effects = p.writeListedTools(ctx, enc, x, "", tools, items, visible, nil)
+	} else {
+		// A federated route: every member's tools in member order, each
+		// under its prefix; a member not listed yet is left out.
+		for _, m := range x.fed.members {
+			tools, loaded := p.opts.Catalog.Tools(m.Upstream)
+			if !loaded {
+				continue
+			}
+			mx := x.forMember(m.Upstream)
+			items, visible, _ := p.visibleTools(ctx, mx, tools)
+			effects = p.writeListedTools(ctx, enc, mx, m.Prefix, tools, items, visible, effects)
 		}
 	}
 	p.writeGatewayTools(enc, effects)
@@ -637,6 +639,33 @@ func (p *Pipeline) listAnswer(ctx context.Context, x *Exchange) *Local {
 	// catalog: counted as allowed, not as a local answer.
 	x.fromCatalog = true
 	return local(200, mcp.ResultResponse(x.msg.ID, bytes.TrimSuffix(out.Bytes(), []byte("\n"))))
+}
+
+// writeListedTools writes the visible tools of x's upstream, each under
+// its exposed name (with prefix on a federated route), and returns effects
+// with each written tool's effect class added.
+func (p *Pipeline) writeListedTools(ctx context.Context, enc *jsontext.Encoder, x *Exchange, prefix string, tools []CatalogTool, items []policy.Item, visible map[string]bool, effects []string) []string {
+	upstream, toolset := x.req.Upstream, x.input.Principal.Toolset
+	for i := range tools {
+		if !visible[tools[i].Name] || (p.opts.Writes != nil && isGatewayTool(tools[i].Name)) || p.exposure.shadowed(upstream, tools[i].Name) {
+			continue
+		}
+		effects = append(effects, items[i].Tool.Effect)
+		lt := tools[i]
+		// An exposed name and text (expose.go), then a toolset's short
+		// description for small models (toolsets.go).
+		name, title, desc := p.listedText(upstream, &lt)
+		if prefix != "" {
+			name = exposedTool(prefix, name)
+		}
+		lt.Title = title
+		lt.Description = p.opts.Toolsets.Description(toolset, upstream, lt.Name, desc)
+		if err := p.writeListedTool(enc, upstream, name, &lt, items[i].Tool); err != nil {
+			p.log.LogAttrs(ctx, slog.LevelError, "a catalog tool cannot be listed", slog.String("tool", tools[i].Name), slog.Any("error", err))
+			continue
+		}
+	}
+	return effects
 }
 
 // writeListedTool writes one tools/list entry: the catalog tool t listed
@@ -899,7 +928,7 @@ func setMeta(result []byte, key string, value []byte) ([]byte, error) {
 // listAnswer). A catalog that cannot be read refuses the request.
 func (p *Pipeline) lookupCatalog(_ context.Context, x *Exchange) *Verdict {
 	msg := x.msg
-	if p.opts.Catalog == nil || (msg.Method != "tools/call" && msg.Method != "tools/list") {
+	if p.opts.Catalog == nil || (msg.Method != "tools/call" && msg.Method != "tools/list") || (x.fed != nil && x.member == "") {
 		return nil
 	}
 	var loaded bool
@@ -907,6 +936,9 @@ func (p *Pipeline) lookupCatalog(_ context.Context, x *Exchange) *Verdict {
 		loaded = x.lookupTool(msg.Name)
 	} else {
 		x.cat.tools, loaded = p.opts.Catalog.Tools(x.req.Upstream)
+	}
+	if !loaded && x.fed != nil {
+		return x.answerAs(OutcomeError, memberUnavailable(x))
 	}
 	if !loaded {
 		return x.answerAs(OutcomeError, catalogUnavailable(msg))
