@@ -312,17 +312,25 @@ func notFound(t *policy.Tool) bool {
 // start with a finder prefix, other than name, in the catalog's order
 // (by name without a catalog), each as input.tool shows it. The policy
 // picks a visible one; create tools are never candidates.
-func (p *Pipeline) finders(upstream, name string) []policy.Tool {
+func (p *Pipeline) finders(upstream, name, prefix string) []policy.Tool {
 	decls := p.opts.Declarations[upstream]
-	// Candidates are named as clients see them (expose.go).
+	// Candidates are named as clients see them (expose.go): with the
+	// member's prefix on a federated route.
+	exposed := func(n string) string {
+		n = p.exposure.exposedName(upstream, n)
+		if prefix != "" {
+			n = exposedTool(prefix, n)
+		}
+		return n
+	}
 	candidate := func(n string) (policy.ToolDeclaration, bool) {
 		d, ok := decls[n]
-		n = p.exposure.exposedName(upstream, n)
-		if !ok || n == name || d.Effect != policy.EffectRead || d.Hidden {
+		if !ok || exposed(n) == name || d.Effect != policy.EffectRead || d.Hidden {
 			return d, false
 		}
-		for _, prefix := range finderPrefixes {
-			if strings.HasPrefix(n, prefix) {
+		n = p.exposure.exposedName(upstream, n)
+		for _, fp := range finderPrefixes {
+			if strings.HasPrefix(n, fp) {
 				return d, true
 			}
 		}
@@ -333,7 +341,7 @@ func (p *Pipeline) finders(upstream, name string) []policy.Tool {
 		tools, _ := c.Tools(upstream)
 		for i := range tools {
 			if d, ok := candidate(tools[i].Name); ok && len(out) < maxFinders {
-				t := policy.Tool{Name: p.exposure.exposedName(upstream, tools[i].Name), Declared: true, ToolDeclaration: d, Catalog: catalogEntry(&tools[i])}
+				t := policy.Tool{Name: exposed(tools[i].Name), Declared: true, ToolDeclaration: d, Catalog: catalogEntry(&tools[i])}
 				if _, _, err := p.toolSchemas(upstream, &tools[i]); err != nil {
 					t.Catalog.State = policy.CatalogUnusable
 				}
@@ -344,7 +352,7 @@ func (p *Pipeline) finders(upstream, name string) []policy.Tool {
 	}
 	for _, n := range slices.Sorted(maps.Keys(decls)) {
 		if d, ok := candidate(n); ok && len(out) < maxFinders {
-			out = append(out, policy.Tool{Name: p.exposure.exposedName(upstream, n), Declared: true, ToolDeclaration: d})
+			out = append(out, policy.Tool{Name: exposed(n), Declared: true, ToolDeclaration: d})
 		}
 	}
 	return out

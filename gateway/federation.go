@@ -82,6 +82,13 @@ func (p *Pipeline) federate(ctx context.Context, x *Exchange, f *federation) *Ve
 	default:
 		return nil
 	}
+	if ok && msg.Method == "tools/call" && p.opts.Catalog != nil {
+		// A name the member does not list is unknown on this route: the
+		// refusal names close matches across members.
+		if _, listed, loaded := p.opts.Catalog.Tool(upstream, original); loaded && !listed {
+			ok = false
+		}
+	}
 	if !ok {
 		x.fedUnknown = true
 		return nil
@@ -166,6 +173,10 @@ func (p *Pipeline) unknownTool(ctx context.Context, x *Exchange) policy.Reason {
 			continue
 		}
 		mx := x.forMember(m.Upstream)
+		// Asked as tools/list asks: what would the caller see listed.
+		mx.msg = &mcp.Message{Kind: mcp.KindRequest, Method: "tools/list"}
+		mx.input.Message = policy.Message{Kind: "request", Method: "tools/list", Client: x.input.Message.Client}
+		mx.input.Tool = nil
 		_, visible, _ := p.visibleTools(ctx, mx, tools)
 		for i := range tools {
 			if visible[tools[i].Name] && !p.exposure.shadowed(m.Upstream, tools[i].Name) {
@@ -226,6 +237,15 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// memberPrefix is the prefix of the member the exchange resolved to, ""
+// off a federated route.
+func (x *Exchange) memberPrefix() string {
+	if x.fed == nil {
+		return ""
+	}
+	return x.fed.prefixOf(x.member)
 }
 
 // forMember is an exchange for x's caller as seen by member upstream: the
