@@ -414,6 +414,51 @@ func member(obj []byte, key string) (jsontext.Value, bool, error) {
 	return nil, false, nil
 }
 
+// memberSpan returns where the value of member key of the JSON object obj
+// sits in obj: obj[start:end], ok false when obj has no such member.
+func memberSpan(obj []byte, key string) (start, end int, ok bool, err error) {
+	md := memberDecoders.Get().(*memberDecoder)
+	defer md.release()
+	md.src = *bytes.NewBuffer(obj)
+	dec := &md.dec
+	dec.Reset(&md.src)
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return 0, 0, false, errors.New("not a JSON object")
+	}
+	for dec.PeekKind() == '"' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return 0, 0, false, err
+		}
+		match := tok.String() == key
+		v, err := dec.ReadValue()
+		if err != nil {
+			return 0, 0, false, err
+		}
+		if match {
+			end := int(dec.InputOffset())
+			return end - len(v), end, true, nil
+		}
+	}
+	return 0, 0, false, nil
+}
+
+// withParam returns body with the value of params.<key> replaced by value
+// (bytes otherwise exact: no re-encoding) and the new params object.
+func withParam(body []byte, key string, value []byte) (newBody, params []byte, err error) {
+	ps, pe, ok, err := memberSpan(body, "params")
+	if err != nil || !ok {
+		return nil, nil, errors.Join(errors.New("params not found"), err)
+	}
+	ns, ne, ok, err := memberSpan(body[ps:pe], key)
+	if err != nil || !ok {
+		return nil, nil, errors.Join(errors.New("params."+key+" not found"), err)
+	}
+	out := make([]byte, 0, len(body)-(ne-ns)+len(value))
+	out = append(append(append(out, body[:ps+ns]...), value...), body[ps+ne:]...)
+	return out, out[ps : pe+len(value)-(ne-ns) : pe+len(value)-(ne-ns)], nil
+}
+
 // eachMember calls fn with every member of the JSON object obj, in order,
 // until fn returns true. The values alias obj and have no spare capacity:
 // appending to one copies it, obj is never written.
@@ -664,6 +709,9 @@ func (p *Pipeline) writeListedTools(ctx context.Context, enc *jsontext.Encoder, 
 		// description for small models (toolsets.go).
 		name, title, desc := p.listedText(upstream, &lt)
 		if prefix != "" {
+			if title == "" {
+				title = titleFromName(name) // the member's name, without prefix
+			}
 			name = exposedTool(prefix, name)
 		}
 		lt.Title = title

@@ -139,10 +139,7 @@ func (p *Pipeline) exposeName(ctx context.Context, x *Exchange) *Verdict {
 	quoted, err := jsontext.AppendQuote(nil, original)
 	var params, body []byte
 	if err == nil {
-		params, err = withMember(msg.Params, "name", quoted)
-	}
-	if err == nil {
-		body, err = withMember(x.body, "params", params)
+		body, params, err = withParam(x.body, "name", quoted)
 	}
 	if err != nil {
 		p.log.LogAttrs(ctx, slog.LevelError, "the tool's own name cannot be put into the request", slog.Any("error", err))

@@ -96,10 +96,7 @@ func (p *Pipeline) federate(ctx context.Context, x *Exchange, f *federation) *Ve
 	quoted, err := jsontext.AppendQuote(nil, original)
 	var params, body []byte
 	if err == nil {
-		params, err = withMember(msg.Params, key, quoted)
-	}
-	if err == nil {
-		body, err = withMember(x.body, "params", params)
+		body, params, err = withParam(x.body, key, quoted)
 	}
 	if err != nil {
 		p.log.LogAttrs(ctx, slog.LevelError, "the member's own name cannot be put into the request", slog.Any("error", err))
