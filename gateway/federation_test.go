@@ -184,4 +184,3 @@ func BenchmarkFederatedToolsList(b *testing.B) {
 		}
 	}
 }
-
