@@ -319,12 +319,25 @@ func TestFederation(t *testing.T) {
 
 	t.Run("resources", func(t *testing.T) {
 		uris := e.list(t, "resources/list", "resources", "uri")
-		if !slices.Contains(uris, "cl+file:///notes.txt") {
+		if !slices.Contains(uris, "cl+file:///notes.txt") || !slices.ContainsFunc(uris, func(u string) bool { return strings.HasPrefix(u, "ev+test://") }) {
 			t.Fatalf("resources/list: %v", uris)
 		}
+		templates := e.list(t, "resources/templates/list", "resourceTemplates", "uriTemplate")
+		if len(templates) == 0 || !strings.HasPrefix(templates[0], "ev+") {
+			t.Errorf("resources/templates/list: %v", templates)
+		}
 		_, m := e.rpc(t, "resources/read", "cl+file:///notes.txt", `{"uri":"cl+file:///notes.txt",`+meta26+`}`)
-		if !strings.Contains(fmt.Sprint(m["result"]), "clash notes") {
+		if res := fmt.Sprint(m["result"]); !strings.Contains(res, "clash notes") || !strings.Contains(res, "uri:cl+file:///notes.txt") {
 			t.Errorf("resources/read: %v", m)
+		}
+		if got := e.clash.last(); got.MCPName != "file:///notes.txt" || !strings.Contains(got.Body, `"uri":"file:///notes.txt"`) {
+			t.Errorf("the member got Mcp-Name %q, body %s", got.MCPName, got.Body)
+		}
+		// An embedded resource in a member's tool result carries the
+		// member's prefix: a client can read it back through the route.
+		_, m = e.rpc(t, "tools/call", "ev_test_embedded_resource", `{"name":"ev_test_embedded_resource","arguments":{},`+meta26+`}`)
+		if res := fmt.Sprint(m["result"]); !strings.Contains(res, "uri:ev+") {
+			t.Errorf("embedded resource URI not exposed: %s", res)
 		}
 		_, m = e.rpc(t, "resources/read", "zz+file:///notes.txt", `{"uri":"zz+file:///notes.txt",`+meta26+`}`)
 		if m["error"] == nil {

@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"strings"
@@ -441,4 +442,56 @@ func memberUnavailable(x *Exchange) *Local {
 		return local(200, refusal.ToolError(x.msg.ID, []policy.Reason{reason}, ""))
 	}
 	return local(200, refusal.RPCError(x.msg.ID, []policy.Reason{reason}, ""))
+}
+
+// exposeResultURIs rewrites the URIs of the resource links, embedded
+// resources and resource contents in a member's result to their exposed
+// form (<prefix>+<uri>); nil when the result carries none.
+func (x *Exchange) exposeResultURIs(result []byte) ([]byte, error) {
+	prefix := x.memberPrefix()
+	var werr error
+	out, _, err := mapResourceItems(result, func(item jsontext.Value, uri string) (jsontext.Value, bool) {
+		q, err := jsontext.AppendQuote(nil, exposedURI(prefix, uri))
+		if err != nil {
+			werr = err
+			return nil, false
+		}
+		if r, ok, _ := member(item, "resource"); ok && r.Kind() == '{' {
+			nr, err := withMember(r, "uri", q)
+			if err == nil {
+				var ni []byte
+				ni, err = withMember(item, "resource", nr)
+				if err == nil {
+					return ni, false
+				}
+			}
+			werr = err
+			return nil, false
+		}
+		ni, err := withMember(item, "uri", q)
+		if err != nil {
+			werr = err
+			return nil, false
+		}
+		return ni, false
+	})
+	return out, errors.Join(err, werr)
+}
+
+// exposeParamURI returns params with its uri member exposed
+// (<prefix>+<uri>), nil when it has none.
+func (x *Exchange) exposeParamURI(params []byte) ([]byte, error) {
+	v, ok, err := member(params, "uri")
+	if err != nil || !ok || v.Kind() != '"' {
+		return nil, err
+	}
+	var uri string
+	if err := json.Unmarshal(v, &uri); err != nil {
+		return nil, err
+	}
+	q, err := jsontext.AppendQuote(nil, exposedURI(x.memberPrefix(), uri))
+	if err != nil {
+		return nil, err
+	}
+	return withMember(params, "uri", q)
 }
