@@ -53,7 +53,6 @@ func members(cfg *config.Config, id *identity, creds *upstreamCredentials, log *
 type memberLister struct {
 	ups map[string]catalog.Upstream
 	log *slog.Logger
-	mu  sync.Mutex
 	by  map[string]*memberEntry
 }
 
