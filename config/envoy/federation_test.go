@@ -86,6 +86,9 @@ func checkMemberRoutes(vh *routev3.VirtualHost) error {
 		if r.GetRoute().GetCluster() == "" {
 			errs = append(errs, fmt.Errorf("route %s: a member route forwards to the member's cluster", r.GetName()))
 		}
+		if !slices.Contains(r.GetRequestHeadersToRemove(), gateway.UpstreamHeader) {
+			errs = append(errs, fmt.Errorf("route %s: request_headers_to_remove lacks %s: the member would get mcpgate's routing header", r.GetName(), gateway.UpstreamHeader))
+		}
 		server := r.GetMetadata().GetFilterMetadata()[routeMetaNS].GetFields()[routeMetaKey].GetStringValue()
 		fallback := -1
 		for j, o := range routes {
@@ -176,6 +179,9 @@ func TestFederationChecksCatchMistakes(t *testing.T) {
 		}},
 		{"prefix match on the header", "member routes", func(c *envoyConfig) {
 			vh(c).Routes[0].GetMatch().GetHeaders()[0].HeaderMatchSpecifier = &routev3.HeaderMatcher_StringMatch{StringMatch: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Prefix{Prefix: "c"}}}
+		}},
+		{"routing header forwarded to the member", "member routes", func(c *envoyConfig) {
+			vh(c).Routes[0].RequestHeadersToRemove = nil
 		}},
 		{"two routes for one member", "member routes", func(c *envoyConfig) {
 			vh(c).Routes[1].GetMatch().GetHeaders()[0].GetStringMatch().MatchPattern = &matcherv3.StringMatcher_Exact{Exact: "crm"}
@@ -279,6 +285,15 @@ var egFederationChecks = []check[*egConfig]{
 			if len(rule.BackendRefs) == 0 {
 				errs = append(errs, fmt.Errorf("rule %d: a member rule forwards to the member's backend", i))
 			}
+			removes := false
+			for _, f := range rule.Filters {
+				if f.Type == "RequestHeaderModifier" && f.RequestHeaderModifier != nil && slices.Contains(f.RequestHeaderModifier.Remove, gateway.UpstreamHeader) {
+					removes = true
+				}
+			}
+			if !removes {
+				errs = append(errs, fmt.Errorf("rule %d: no RequestHeaderModifier removes %s: the member would get mcpgate's routing header", i, gateway.UpstreamHeader))
+			}
 			path := rule.Matches[0].Path
 			fallback := -1
 			for j, o := range r.Spec.Rules {
@@ -324,6 +339,9 @@ func TestEnvoyGatewayFederationChecksCatchMistakes(t *testing.T) {
 		}},
 		{"regular expression on the header", "member rules", func(c *egConfig) {
 			team(c).Spec.Rules[0].Matches[0].Headers[0].Type = "RegularExpression"
+		}},
+		{"routing header forwarded to the member", "member rules", func(c *egConfig) {
+			team(c).Spec.Rules[0].Filters = nil
 		}},
 		{"member rule without backend", "member rules", func(c *egConfig) {
 			team(c).Spec.Rules[1].BackendRefs = nil
@@ -395,6 +413,11 @@ type vsRoute struct {
 			} `json:"port"`
 		} `json:"destination"`
 	} `json:"route,omitempty"`
+	Headers *struct {
+		Request *struct {
+			Remove []string `json:"remove,omitempty"`
+		} `json:"request,omitempty"`
+	} `json:"headers,omitempty"`
 	Timeout        string `json:"timeout,omitempty"`
 	DirectResponse *struct {
 		Status int `json:"status"`
@@ -505,6 +528,9 @@ var istioFederationChecks = func() []check[*istioFederation] {
 				if len(r.Route) == 0 || r.DirectResponse != nil {
 					errs = append(errs, fmt.Errorf("route %s: a member route forwards to the member", r.Name))
 				}
+				if r.Headers == nil || r.Headers.Request == nil || !slices.Contains(r.Headers.Request.Remove, gateway.UpstreamHeader) {
+					errs = append(errs, fmt.Errorf("route %s: headers.request.remove lacks %s: the member would get mcpgate's routing header", r.Name, gateway.UpstreamHeader))
+				}
 				if r.Timeout != "0s" {
 					errs = append(errs, fmt.Errorf("route %s: timeout %q, want 0s (tool calls and SSE streams)", r.Name, r.Timeout))
 				}
@@ -580,6 +606,9 @@ func TestIstioFederationChecksCatchMistakes(t *testing.T) {
 		}},
 		{"prefix match on the header", "member routes", func(c *istioFederation) {
 			c.vs.Spec.HTTP[0].Match[0].Headers[gateway.UpstreamHeader] = stringMatch{Prefix: "c"}
+		}},
+		{"routing header forwarded to the member", "member routes", func(c *istioFederation) {
+			c.vs.Spec.HTTP[0].Headers = nil
 		}},
 		{"member route timeout", "member routes", func(c *istioFederation) {
 			c.vs.Spec.HTTP[1].Timeout = ""

@@ -158,6 +158,9 @@ type httpRoute struct {
 						ReplaceFullPath string `json:"replaceFullPath"`
 					} `json:"path"`
 				} `json:"urlRewrite,omitempty"`
+				RequestHeaderModifier *struct {
+					Remove []string `json:"remove,omitempty"`
+				} `json:"requestHeaderModifier,omitempty"`
 			} `json:"filters,omitempty"`
 			Timeouts *struct {
 				Request        string `json:"request,omitempty"`

@@ -72,7 +72,8 @@
 //     ActiveStream::decodeHeaders → refreshCachedRoute) and the router uses
 //     the cached route, choosing again on the headers as they are then only
 //     after the cache was cleared. No route: 404 route_not_found; a direct
-//     response route answers itself. An answer clears the cache as
+//     response route answers itself; a route's request_headers_to_remove
+//     are removed from what the router forwards. An answer clears the cache as
 //     DecodingProcessorState::clearRouteCache does: request direction only,
 //     only with a header mutation, clear_route_cache under DEFAULT, always
 //     under CLEAR, never under RETAIN (disable_clear_route_cache: RETAIN).

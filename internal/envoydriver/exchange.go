@@ -603,6 +603,9 @@ func (x *exchange) startUpstream(endStream bool) {
 		return
 	}
 	h := x.dec.headers
+	for _, k := range rt.RequestHeadersToRemove {
+		h.remove(strings.ToLower(k))
+	}
 	method, _ := h.first(":method")
 	path, _ := h.first(":path")
 	authority, _ := h.first(":authority")

@@ -39,6 +39,11 @@ type Route struct {
 	// DirectResponse, when set, makes the router answer itself
 	// (Route.direct_response) instead of forwarding.
 	DirectResponse *DirectResponse
+	// RequestHeadersToRemove are removed from the request the router
+	// forwards on this route (Route.request_headers_to_remove, applied by
+	// the router after the route was chosen: RouteEntryImplBase::
+	// finalizeRequestHeaders).
+	RequestHeadersToRemove []string
 }
 
 // DirectResponse is a route's direct_response (and the content-type a

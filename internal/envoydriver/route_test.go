@@ -188,7 +188,8 @@ func TestStreamedBodyAnswerTooLate(t *testing.T) {
 
 // TestRouteAttributes: request attributes describe the route chosen on
 // the client's headers (sent with the first message), response attributes
-// the route the router used.
+// the route the router used; the router removes the route's
+// request_headers_to_remove from what it forwards.
 func TestRouteAttributes(t *testing.T) {
 	var rec recorder
 	target := startProcessor(t, rec.wrap(func(req *extprocv3.ProcessingRequest) []*extprocv3.ProcessingResponse {
@@ -198,13 +199,17 @@ func TestRouteAttributes(t *testing.T) {
 		return passThrough(req)
 	}))
 	a, _ := startUpstream(t, echo)
-	b, _ := startUpstream(t, echo)
+	b, seenB := startUpstream(t, echo)
 	routes := members(a, b)
 	routes[1].Metadata = map[string]map[string]any{"mcpgate": {"member": "b"}}
+	routes[1].RequestHeadersToRemove = []string{routeHeader}
 	_, front := startDriver(t, Config{Target: target, Routes: routes,
 		RequestAttributes: []string{"xds.route_name"}, ResponseAttributes: []string{"xds.route_name", "xds.cluster_name", "xds.route_metadata"}})
 	if resp, _ := do(t, "POST", front+"/mcp", "{}"); resp.StatusCode != 200 {
 		t.Fatalf("status %d", resp.StatusCode)
+	}
+	if _, r, _ := seenB.get(); r.Header.Get(routeHeader) != "" {
+		t.Errorf("request_headers_to_remove: b got %s %q", routeHeader, r.Header.Get(routeHeader))
 	}
 	reqs := rec.all()
 	if got := reqs[0].GetAttributes()[filterName].GetFields()["xds.route_name"].GetStringValue(); got != "unrouted" {
