@@ -7,7 +7,12 @@
 // SEND, request body BUFFERED (every decision needs the JSON-RPC body),
 // response headers SEND, response body BUFFERED with allow_mode_override, so
 // mcpgate can switch text/event-stream responses to STREAMED and answers it
-// need not see to NONE.
+// need not see to NONE. A request body Envoy states it sends otherwise
+// (protocol_config) is refused.
+//
+// On a federated route the request answer names the member in
+// gateway.UpstreamHeader and clears Envoy's route cache (route.go, with
+// Envoy's rules for when the clear is honoured).
 //
 // Work on a request message is bounded by Options.MessageBudget, below
 // Envoy's message_timeout. Work that legitimately takes longer (a JWKS
