@@ -1,6 +1,8 @@
 package extproc
 
 import (
+	"log/slog"
+	"net/http"
 	"slices"
 
 	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
@@ -109,4 +111,17 @@ func checkBodyMode(in *extprocv3.ProcessingRequest) *gateway.Local {
 		return nil
 	}
 	return gateway.Misconfigured("mcpgate: Envoy must send the request body BUFFERED (request_body_mode: BUFFERED), not " + pc.GetRequestBodyMode().String())
+}
+
+// checkRouted reports a request mcpgate routed to a member that Envoy
+// answered from the endpoint's own route instead: the 421 the federation
+// examples answer requests with when no member route was chosen. The
+// member never got the request (the client gets Envoy's answer); the
+// operator gets the likely causes.
+func (ex *exchange) checkRouted(status int) {
+	if ex.verdict.Upstream == "" || status != http.StatusMisdirectedRequest {
+		return
+	}
+	ex.s.log.LogAttrs(ex.ctx, slog.LevelError, "Envoy did not route the request to its member: answered 421 (the endpoint's own route); check route_cache_action (DEFAULT, not RETAIN or disable_clear_route_cache), that the member's route matches "+gateway.UpstreamHeader+" exactly and comes before the route on the path alone, and that the ext_proc filter runs in the connection manager",
+		slog.String("upstream", ex.req.Upstream), slog.String("member", ex.verdict.Upstream))
 }

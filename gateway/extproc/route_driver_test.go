@@ -1,7 +1,9 @@
 package extproc_test
 
 import (
+	"context"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -57,9 +59,17 @@ func TestMemberRoutingThroughEnvoy(t *testing.T) {
 	crm, tickets := startMember(t, "member-crm"), startMember(t, "member-tickets")
 	// One upstream, "team", stands for the federated route; the seam
 	// names the member by tool, as the resolver would by prefix.
-	s := newServer(t, gatewaytest.New(t, serverBounds, gatewaytest.WithDecls(map[string]map[string]policy.ToolDeclaration{
-		"crm": {"get_booking": {Effect: policy.EffectRead}, "open_ticket": {Effect: policy.EffectRead}},
-	})))
+	logs := &unroutedLog{}
+	s, err := extproc.New(extproc.Options{
+		Pipeline: gatewaytest.New(t, serverBounds, gatewaytest.WithDecls(map[string]map[string]policy.ToolDeclaration{
+			"crm": {"get_booking": {Effect: policy.EffectRead}, "open_ticket": {Effect: policy.EffectRead}},
+		})),
+		Upstreams: []extproc.Upstream{{Name: "crm", Route: "/crm/mcp"}},
+		Logger:    slog.New(logs),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	toolMember := map[string]string{"get_booking": "member-crm", "open_ticket": "member-tickets"}
 	extproc.RouteTo(s, func(r *gateway.Request) string { return toolMember[r.Header.Get("mcp-name")] })
 	target := serveTarget(t, s)
@@ -74,7 +84,7 @@ func TestMemberRoutingThroughEnvoy(t *testing.T) {
 			fallback,
 		}
 	}
-	unrouted := envoydriver.Route{Name: "unrouted", Metadata: md, DirectResponse: &envoydriver.DirectResponse{Status: 502, Body: "unrouted"}}
+	unrouted := envoydriver.Route{Name: "unrouted", Metadata: md, DirectResponse: &envoydriver.DirectResponse{Status: 421, Body: "unrouted"}}
 	toTickets := envoydriver.Route{Name: "default", Metadata: md, Cluster: "tickets", Upstream: tickets.url}
 	for _, tt := range []struct {
 		name     string
@@ -129,6 +139,11 @@ func TestMemberRoutingThroughEnvoy(t *testing.T) {
 			if landed != tt.want || !strings.Contains(string(body), tt.want) {
 				t.Fatalf("landed on %s, answer %d %s; want %s", landed, resp.StatusCode, body, tt.want)
 			}
+			// mcpgate tells the operator when Envoy answered from the
+			// endpoint's own route instead of the member's.
+			if reported := logs.seen.Swap(false); reported != (landed == "unrouted") {
+				t.Errorf("unrouted request reported: %v, landed on %s", reported, landed)
+			}
 		})
 	}
 }
@@ -145,4 +160,18 @@ func serveTarget(t *testing.T, s *extproc.Server) string {
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(srv.Stop)
 	return ln.Addr().String()
+}
+
+// unroutedLog is a slog.Handler that remembers whether the server reported
+// a request Envoy did not route to its member.
+type unroutedLog struct{ seen atomic.Bool }
+
+func (l *unroutedLog) Enabled(context.Context, slog.Level) bool { return true }
+func (l *unroutedLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *unroutedLog) WithGroup(string) slog.Handler            { return l }
+func (l *unroutedLog) Handle(_ context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, "Envoy did not route the request to its member") {
+		l.seen.Store(true)
+	}
+	return nil
 }

@@ -442,6 +442,7 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.Process
 	}
 	hdr, pseudo := fromHeaderMap(h.GetHeaders())
 	code, _ := strconv.Atoi(pseudo.status)
+	ex.checkRouted(code)
 	if h.GetEndOfStream() && hdr["content-length"] == nil {
 		hdr["content-length"] = noBody // no body follows (ResponseHeaders)
 	}
