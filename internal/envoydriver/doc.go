@@ -81,7 +81,9 @@
 //     stream-close optimisation) or when the request ends, and reset at once
 //     after errors, timeouts and spurious messages.
 //
-// Not modelled: BUFFERED_PARTIAL, FULL_DUPLEX_STREAMED and GRPC body modes,
+// Not modelled: route matching beyond exact paths and exact header values
+// (prefixes, regular expressions, virtual host domains, weighted clusters),
+// BUFFERED_PARTIAL, FULL_DUPLEX_STREAMED and GRPC body modes,
 // trailers (never sent), observability_mode, send_body_without_waiting_for_
 // header_response, per-route overrides other than gRPC initial metadata,
 // dynamic metadata, route timeouts, retries, HTTP/2 downstream.
