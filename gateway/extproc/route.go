@@ -101,10 +101,12 @@ func (ex *exchange) routing(set mcp.Header, remove []string) (_ mcp.Header, _ []
 }
 
 // checkBodyMode refuses a request whose body Envoy does not send
-// BUFFERED, as its first message's protocol_config states (Envoys that
-// send none are checked when the body arrives): mcpgate decides on the
-// whole body, and its header answer (credentials removed, the member's
-// route) only applies while Envoy holds the headers for it.
+// BUFFERED, as its first message's protocol_config states (the stream's
+// body modes, per-route overrides applied: Filter::encodeProtocolConfig,
+// ext_proc.cc; Envoys that send none are checked when the body arrives):
+// mcpgate decides on the whole body, and its header answer (credentials
+// removed, the member's route) only applies while Envoy holds the headers
+// for it.
 func checkBodyMode(in *extprocv3.ProcessingRequest) *gateway.Local {
 	pc := in.GetProtocolConfig()
 	if pc == nil || pc.GetRequestBodyMode() == extprocfilterv3.ProcessingMode_BUFFERED {
