@@ -35,6 +35,11 @@ type Config struct {
 	//
 	// Required.
 	Upstreams []Upstream `yaml:"upstreams"`
+	// Virtual servers: routes that front several upstreams, each member's
+	// tools, prompts and resources named with its prefix (federation).
+	//
+	// Default: none.
+	Servers []Server `yaml:"servers" json:",omitempty"`
 	// Which Rego policies decide, and the policy operations (bundles,
 	// decision logs, a shadow policy).
 	Policy Policy `yaml:"policy"`

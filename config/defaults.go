@@ -28,7 +28,7 @@ func (c *Config) ApplyDefaults() {
 	}
 	for i := range c.Upstreams {
 		u := &c.Upstreams[i]
-		if u.Route == "" {
+		if _, member := c.MemberOf(u.Name); u.Route == "" && !member {
 			u.Route = DefaultRoutePath
 		}
 		u.Timeout.orDefault(DefaultUpstreamTimeout)
@@ -37,6 +37,11 @@ func (c *Config) ApplyDefaults() {
 		}
 		if u.Audience == "" {
 			u.Audience = defaultAudience(*u)
+		}
+	}
+	for i := range c.Servers {
+		if c.Servers[i].Route == "" {
+			c.Servers[i].Route = DefaultRoutePath
 		}
 	}
 	applyCredentialDefaults(c)

@@ -142,37 +142,17 @@ func (c *Config) validateUpstreams(p *problems) {
 		return
 	}
 	names := map[string]int{}
-	exact := map[string]int{}            // route → upstream index
-	patterns := map[int]routes.Pattern{} // upstream index → route with {tenant}
+	var rs routeOwners
 	for i, u := range c.Upstreams {
 		at := indexPath("upstreams", i)
 		checkUniqueName(p, at+".name", "upstreams", u.Name, i, upstreamNamePattern, "1 to 63 characters of a-z, 0-9, _ and -, starting with a letter or digit", names)
 		checkUpstreamURL(p, at+".url", u.URL)
-		pattern, routeOK := checkRoute(p, at+".route", u.Route)
-		switch {
-		case !routeOK:
-		case !pattern.HasTenant():
-			if j, dup := exact[u.Route]; dup {
-				hint := ""
-				if u.Route == DefaultRoutePath {
-					hint = fmt.Sprintf(" (an upstream without a route gets %s; give each upstream its own)", DefaultRoutePath)
-				}
-				p.add(at+".route", "%q is also the route of upstreams[%d]; routes must be unique%s", u.Route, j, hint)
-			} else {
-				exact[u.Route] = i
-			}
-		default:
-			overlaps := false
-			for _, j := range slices.Sorted(maps.Keys(patterns)) {
-				if example, ok := routes.Overlap(patterns[j], pattern); ok {
-					p.add(at+".route", "%q and the route of upstreams[%d] (%q) both match paths such as %q; routes with %s must not match the same path", u.Route, j, patterns[j], example, routes.Param)
-					overlaps = true
-					break
-				}
-			}
-			if !overlaps {
-				patterns[i] = pattern
-			}
+		var pattern routes.Pattern
+		routeOK := false
+		if _, member := c.MemberOf(u.Name); member && u.Route == "" {
+			// A member of a server is reached through its server.
+		} else {
+			pattern, routeOK = rs.check(p, at+".route", at, u.Route)
 		}
 		checkURLTenant(p, at, u, routeOK, pattern.HasTenant())
 		checkDuration(p, at+".timeout", u.Timeout)
@@ -199,6 +179,7 @@ func (c *Config) validateUpstreams(p *problems) {
 		}
 		c.checkExposure(p, at, u)
 	}
+	c.validateServers(p, names, &rs)
 }
 
 // exposedNamePattern is an MCP tool name: 1–128 of A-Z, a-z, 0-9, _, -, ..

@@ -312,17 +312,25 @@ func notFound(t *policy.Tool) bool {
 // start with a finder prefix, other than name, in the catalog's order
 // (by name without a catalog), each as input.tool shows it. The policy
 // picks a visible one; create tools are never candidates.
-func (p *Pipeline) finders(upstream, name string) []policy.Tool {
+func (p *Pipeline) finders(upstream, name, prefix string) []policy.Tool {
 	decls := p.opts.Declarations[upstream]
-	// Candidates are named as clients see them (expose.go).
+	// Candidates are named as clients see them (expose.go): with the
+	// member's prefix on a federated route.
+	exposed := func(n string) string {
+		n = p.exposure.exposedName(upstream, n)
+		if prefix != "" {
+			n = exposedTool(prefix, n)
+		}
+		return n
+	}
 	candidate := func(n string) (policy.ToolDeclaration, bool) {
 		d, ok := decls[n]
-		n = p.exposure.exposedName(upstream, n)
-		if !ok || n == name || d.Effect != policy.EffectRead || d.Hidden {
+		if !ok || exposed(n) == name || d.Effect != policy.EffectRead || d.Hidden {
 			return d, false
 		}
-		for _, prefix := range finderPrefixes {
-			if strings.HasPrefix(n, prefix) {
+		n = p.exposure.exposedName(upstream, n)
+		for _, fp := range finderPrefixes {
+			if strings.HasPrefix(n, fp) {
 				return d, true
 			}
 		}
@@ -333,7 +341,7 @@ func (p *Pipeline) finders(upstream, name string) []policy.Tool {
 		tools, _ := c.Tools(upstream)
 		for i := range tools {
 			if d, ok := candidate(tools[i].Name); ok && len(out) < maxFinders {
-				t := policy.Tool{Name: p.exposure.exposedName(upstream, tools[i].Name), Declared: true, ToolDeclaration: d, Catalog: catalogEntry(&tools[i])}
+				t := policy.Tool{Name: exposed(tools[i].Name), Declared: true, ToolDeclaration: d, Catalog: catalogEntry(&tools[i])}
 				if _, _, err := p.toolSchemas(upstream, &tools[i]); err != nil {
 					t.Catalog.State = policy.CatalogUnusable
 				}
@@ -344,7 +352,7 @@ func (p *Pipeline) finders(upstream, name string) []policy.Tool {
 	}
 	for _, n := range slices.Sorted(maps.Keys(decls)) {
 		if d, ok := candidate(n); ok && len(out) < maxFinders {
-			out = append(out, policy.Tool{Name: p.exposure.exposedName(upstream, n), Declared: true, ToolDeclaration: d})
+			out = append(out, policy.Tool{Name: exposed(n), Declared: true, ToolDeclaration: d})
 		}
 	}
 	return out
@@ -404,6 +412,51 @@ func member(obj []byte, key string) (jsontext.Value, bool, error) {
 		}
 	}
 	return nil, false, nil
+}
+
+// memberSpan returns where the value of member key of the JSON object obj
+// sits in obj: obj[start:end], ok false when obj has no such member.
+func memberSpan(obj []byte, key string) (start, end int, ok bool, err error) {
+	md := memberDecoders.Get().(*memberDecoder)
+	defer md.release()
+	md.src = *bytes.NewBuffer(obj)
+	dec := &md.dec
+	dec.Reset(&md.src)
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return 0, 0, false, errors.New("not a JSON object")
+	}
+	for dec.PeekKind() == '"' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return 0, 0, false, err
+		}
+		match := tok.String() == key
+		v, err := dec.ReadValue()
+		if err != nil {
+			return 0, 0, false, err
+		}
+		if match {
+			end := int(dec.InputOffset())
+			return end - len(v), end, true, nil
+		}
+	}
+	return 0, 0, false, nil
+}
+
+// withParam returns body with the value of params.<key> replaced by value
+// (bytes otherwise exact: no re-encoding) and the new params object.
+func withParam(body []byte, key string, value []byte) (newBody, params []byte, err error) {
+	ps, pe, ok, err := memberSpan(body, "params")
+	if err != nil || !ok {
+		return nil, nil, errors.Join(errors.New("params not found"), err)
+	}
+	ns, ne, ok, err := memberSpan(body[ps:pe], key)
+	if err != nil || !ok {
+		return nil, nil, errors.Join(errors.New("params."+key+" not found"), err)
+	}
+	out := make([]byte, 0, len(body)-(ne-ns)+len(value))
+	out = append(append(append(out, body[:ps+ns]...), value...), body[ps+ne:]...)
+	return out, out[ps : pe+len(value)-(ne-ns) : pe+len(value)-(ne-ns)], nil
 }
 
 // eachMember calls fn with every member of the JSON object obj, in order,
@@ -584,7 +637,11 @@ func argumentText(arguments []byte, name string) (string, bool) {
 // and annotations derived from its declared effect class (not the
 // upstream's own hints), marked cacheScope "private" under 2026-07-28.
 func (p *Pipeline) listAnswer(ctx context.Context, x *Exchange) *Local {
-	tools, loaded := x.cat.tools, x.cat.tools != nil
+	var tools []CatalogTool
+	loaded := x.fed != nil
+	if !loaded {
+		tools, loaded = x.cat.tools, x.cat.tools != nil
+	}
 	if !loaded {
 		tools, loaded = p.opts.Catalog.Tools(x.req.Upstream)
 	}
@@ -597,29 +654,27 @@ func (p *Pipeline) listAnswer(ctx context.Context, x *Exchange) *Local {
 		return local(200, mcp.ErrorResponse(x.msg.ID, &mcp.Error{Code: mcp.CodeInvalidParams,
 			Message: "Invalid cursor: this server lists every tool on one page; call tools/list without a cursor."}))
 	}
-	items, visible, _ := p.visibleTools(ctx, x, tools) // listchanged.go; refused: none visible
-	toolset := x.input.Principal.Toolset
-	p.recordListed(x, fingerprint(tools, items, visible, toolset)) // listchanged.go
 	var out bytes.Buffer
 	enc := jsontext.NewEncoder(&out)
 	_ = enc.WriteToken(jsontext.BeginObject)
 	_ = enc.WriteToken(jsontext.String("tools"))
 	_ = enc.WriteToken(jsontext.BeginArray)
 	var effects []string
-	for i := range tools {
-		if !visible[tools[i].Name] || (p.opts.Writes != nil && isGatewayTool(tools[i].Name)) || p.exposure.shadowed(x.req.Upstream, tools[i].Name) {
-			continue
-		}
-		effects = append(effects, items[i].Tool.Effect)
-		lt := tools[i]
-		// An exposed name and text (expose.go), then a toolset's short
-		// description for small models (toolsets.go).
-		name, title, desc := p.listedText(x.req.Upstream, &lt)
-		lt.Title = title
-		lt.Description = p.opts.Toolsets.Description(toolset, x.req.Upstream, lt.Name, desc)
-		if err := p.writeListedTool(enc, x.req.Upstream, name, &lt, items[i].Tool); err != nil {
-			p.log.LogAttrs(ctx, slog.LevelError, "a catalog tool cannot be listed", slog.String("tool", tools[i].Name), slog.Any("error", err))
-			continue
+	if x.fed == nil {
+		items, visible, _ := p.visibleTools(ctx, x, tools)                               // listchanged.go; refused: none visible
+		p.recordListed(x, fingerprint(tools, items, visible, x.input.Principal.Toolset)) // listchanged.go
+		effects = p.writeListedTools(ctx, enc, x, "", tools, items, visible, nil)
+	} else {
+		// A federated route: every member's tools in member order, each
+		// under its prefix; a member not listed yet is left out.
+		for _, m := range x.fed.members {
+			tools, loaded := p.opts.Catalog.Tools(m.Upstream)
+			if !loaded {
+				continue
+			}
+			mx := x.forMember(m.Upstream)
+			items, visible, _ := p.visibleTools(ctx, mx, tools)
+			effects = p.writeListedTools(ctx, enc, mx, m.Prefix, tools, items, visible, effects)
 		}
 	}
 	p.writeGatewayTools(enc, effects)
@@ -637,6 +692,36 @@ func (p *Pipeline) listAnswer(ctx context.Context, x *Exchange) *Local {
 	// catalog: counted as allowed, not as a local answer.
 	x.fromCatalog = true
 	return local(200, mcp.ResultResponse(x.msg.ID, bytes.TrimSuffix(out.Bytes(), []byte("\n"))))
+}
+
+// writeListedTools writes the visible tools of x's upstream, each under
+// its exposed name (with prefix on a federated route), and returns effects
+// with each written tool's effect class added.
+func (p *Pipeline) writeListedTools(ctx context.Context, enc *jsontext.Encoder, x *Exchange, prefix string, tools []CatalogTool, items []policy.Item, visible map[string]bool, effects []string) []string {
+	upstream, toolset := x.req.Upstream, x.input.Principal.Toolset
+	for i := range tools {
+		if !visible[tools[i].Name] || (p.opts.Writes != nil && isGatewayTool(tools[i].Name)) || p.exposure.shadowed(upstream, tools[i].Name) {
+			continue
+		}
+		effects = append(effects, items[i].Tool.Effect)
+		lt := tools[i]
+		// An exposed name and text (expose.go), then a toolset's short
+		// description for small models (toolsets.go).
+		name, title, desc := p.listedText(upstream, &lt)
+		if prefix != "" {
+			if title == "" {
+				title = titleFromName(name) // the member's name, without prefix
+			}
+			name = exposedTool(prefix, name)
+		}
+		lt.Title = title
+		lt.Description = p.opts.Toolsets.Description(toolset, upstream, lt.Name, desc)
+		if err := p.writeListedTool(enc, upstream, name, &lt, items[i].Tool); err != nil {
+			p.log.LogAttrs(ctx, slog.LevelError, "a catalog tool cannot be listed", slog.String("tool", tools[i].Name), slog.Any("error", err))
+			continue
+		}
+	}
+	return effects
 }
 
 // writeListedTool writes one tools/list entry: the catalog tool t listed
@@ -899,7 +984,7 @@ func setMeta(result []byte, key string, value []byte) ([]byte, error) {
 // listAnswer). A catalog that cannot be read refuses the request.
 func (p *Pipeline) lookupCatalog(_ context.Context, x *Exchange) *Verdict {
 	msg := x.msg
-	if p.opts.Catalog == nil || (msg.Method != "tools/call" && msg.Method != "tools/list") {
+	if p.opts.Catalog == nil || (msg.Method != "tools/call" && msg.Method != "tools/list") || (x.fed != nil && x.member == "") {
 		return nil
 	}
 	var loaded bool
@@ -907,6 +992,9 @@ func (p *Pipeline) lookupCatalog(_ context.Context, x *Exchange) *Verdict {
 		loaded = x.lookupTool(msg.Name)
 	} else {
 		x.cat.tools, loaded = p.opts.Catalog.Tools(x.req.Upstream)
+	}
+	if !loaded && x.fed != nil {
+		return x.answerAs(OutcomeError, memberUnavailable(x))
 	}
 	if !loaded {
 		return x.answerAs(OutcomeError, catalogUnavailable(msg))

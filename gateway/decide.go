@@ -35,7 +35,7 @@ func (p *Pipeline) decide(ctx context.Context, x *Exchange, phase string, items 
 			in.Message.TenantArguments = tenantArguments(msg.Arguments, p.tenantArgs)
 			p.catalogTool(x)
 			if notFound(in.Tool) {
-				in.Finders = p.finders(r.Upstream, x.calledAs())
+				in.Finders = p.finders(r.Upstream, x.calledAs(), x.memberPrefix())
 			}
 		}
 	}

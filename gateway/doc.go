@@ -23,12 +23,14 @@
 //	kill_switch    killswitch.go     global and tenant kill switches (503)
 //	session        session.go        Mcp-Session-Id bound to its principal (older revisions)
 //	capabilities   extensions.go     client capabilities mcpgate does not relay
+//	federation     federation.go     federated route: unknown names, ping, methods not federated
 //	relay          forward.go        GET stream, DELETE, a client's response: forwarded undecided
 //	gateway_tools  confirm.go        confirm_action, reject_action, list_recent_changes, approvals
 //	catalog        catalog.go        the catalog's entry of the tool, or the list for tools/list
 //	policy         decide.go         the policy decision (phase "request"); refusals, audit
 //	tasks          tasks.go          task-augmented calls and the tasks/* methods
 //	tools_list     catalog.go        tools/list answered from the catalog
+//	federated      federation.go     federated route: lists, initialize, server/discover answered
 //	arguments      catalog.go        Mcp-Param-* against the arguments, coerced arguments
 //	shaping        response.go       how the answer will be inspected and shaped
 //	limits         limits.go         rate buckets, concurrency, loop brake, deadline

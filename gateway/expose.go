@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -120,6 +121,9 @@ func (p *Pipeline) listedText(upstream string, t *CatalogTool) (name, title, des
 // follows the body, forwardVerdict). A renamed tool called by its own name
 // is treated as undeclared and unlisted (x.unexposed).
 func (p *Pipeline) exposeName(ctx context.Context, x *Exchange) *Verdict {
+	if f := p.servers[x.req.Upstream]; f != nil {
+		return p.federate(ctx, x, f)
+	}
 	msg := x.msg
 	if p.exposure == nil || msg == nil || msg.Method != "tools/call" || msg.Kind != mcp.KindRequest {
 		return nil
@@ -135,10 +139,7 @@ func (p *Pipeline) exposeName(ctx context.Context, x *Exchange) *Verdict {
 	quoted, err := jsontext.AppendQuote(nil, original)
 	var params, body []byte
 	if err == nil {
-		params, err = withMember(msg.Params, "name", quoted)
-	}
-	if err == nil {
-		body, err = withMember(x.body, "params", params)
+		body, params, err = withParam(x.body, "name", quoted)
 	}
 	if err != nil {
 		p.log.LogAttrs(ctx, slog.LevelError, "the tool's own name cannot be put into the request", slog.Any("error", err))
@@ -272,4 +273,116 @@ func checkNarrowed(n, u *args.Schema, arguments []byte, o args.Options) args.Res
 		res.Arguments = nil
 	}
 	return res
+}
+
+// Separators of federated names: a member's tool or prompt name is
+// exposed as <prefix>_<name>, a resource URI or URI template as
+// <prefix>+<uri>. Prefixes hold neither (config validates them), so the
+// first separator always ends the prefix.
+const (
+	federationSeparator    = '_'
+	federationURISeparator = '+'
+)
+
+// federation is a federated route's members (Options.Servers), compiled:
+// the one place where a federated name is split into (member, the name
+// the member's exposure knows).
+type federation struct {
+	name     string
+	members  []Member
+	byPrefix map[string]*Member
+}
+
+func newFederations(servers []Server) map[string]*federation {
+	if len(servers) == 0 {
+		return nil
+	}
+	out := make(map[string]*federation, len(servers))
+	for _, s := range servers {
+		f := &federation{name: s.Name, members: s.Members, byPrefix: make(map[string]*Member, len(s.Members))}
+		for i := range f.members {
+			m := &f.members[i]
+			if _, dup := f.byPrefix[m.Prefix]; dup || m.Prefix == "" || strings.ContainsAny(m.Prefix, "_+") {
+				// Validated at load; a prefix that slips through
+				// resolves nothing rather than either member.
+				f.byPrefix[m.Prefix] = nil
+				continue
+			}
+			f.byPrefix[m.Prefix] = m
+		}
+		out[s.Name] = f
+	}
+	return out
+}
+
+// split returns the member whose prefix starts exposed (up to the first
+// sep) and the rest after sep; ok is false when no member has that prefix.
+func (f *federation) split(exposed string, sep byte) (m *Member, rest string, ok bool) {
+	i := strings.IndexByte(exposed, sep)
+	if i <= 0 {
+		return nil, "", false
+	}
+	m = f.byPrefix[exposed[:i]]
+	if m == nil {
+		return nil, "", false
+	}
+	return m, exposed[i+1:], true
+}
+
+// resolveTool maps the name a client calls a federated tool by to its
+// member upstream and the tool's own name there: the member by prefix,
+// then the member's own exposure (renames). ok is false when the name
+// resolves to no tool name (unknown prefix, a renamed tool called by its
+// own name).
+func (f *federation) resolveTool(e exposure, exposed string) (upstream, original string, ok bool) {
+	m, rest, ok := f.split(exposed, federationSeparator)
+	if !ok {
+		return "", "", false
+	}
+	original, ok = e.resolveTool(m.Upstream, rest)
+	return m.Upstream, original, ok
+}
+
+// resolvePrompt maps a federated prompt name to its member and the
+// prompt's own name.
+func (f *federation) resolvePrompt(exposed string) (upstream, original string, ok bool) {
+	m, rest, ok := f.split(exposed, federationSeparator)
+	if !ok || rest == "" {
+		return "", "", false
+	}
+	return m.Upstream, rest, true
+}
+
+// resolveURI maps a federated resource URI (or URI template) to its
+// member and the URI the member listed: the scheme part up to the first
+// '+' is the prefix.
+func (f *federation) resolveURI(exposed string) (upstream, original string, ok bool) {
+	m, rest, ok := f.split(exposed, federationURISeparator)
+	if !ok || rest == "" {
+		return "", "", false
+	}
+	return m.Upstream, rest, true
+}
+
+// exposedTool is the name clients of a federated route see of a member's
+// tool or prompt (name as the member's exposure shows it).
+func exposedTool(prefix, name string) string {
+	return prefix + string(federationSeparator) + name
+}
+
+// exposedURI is the URI clients of a federated route see of a member's
+// resource URI or URI template.
+func exposedURI(prefix, uri string) string {
+	return prefix + string(federationURISeparator) + uri
+}
+
+// prefixOf returns the prefix of member upstream, "" when upstream is not
+// a member.
+func (f *federation) prefixOf(upstream string) string {
+	for i := range f.members {
+		if f.members[i].Upstream == upstream {
+			return f.members[i].Prefix
+		}
+	}
+	return ""
 }

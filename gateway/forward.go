@@ -23,7 +23,7 @@ var identityEncoding = []string{"identity"}[:1:1]
 // identity-encoded response so the pipeline never inspects compressed bytes.
 func (p *Pipeline) forwardVerdict(x *Exchange, body []byte, changed bool) Verdict {
 	x.mark(SpanForward)
-	v := Verdict{SetHeader: mcp.Header{"accept-encoding": identityEncoding}}
+	v := Verdict{SetHeader: mcp.Header{"accept-encoding": identityEncoding}, Upstream: x.member}
 	// The upstream sees the standard headers in their plain form: a
 	// base64-encoded Mcp-Name that matched the body is re-derived from it.
 	if m := x.msg; m != nil && m.Target() != "" {

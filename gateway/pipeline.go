@@ -138,6 +138,13 @@ type Options struct {
 	// Cookie. An upstream without one (or with upstreamauth.None) gets
 	// the assertion alone.
 	UpstreamCredentials map[string]upstreamauth.Source
+	// Servers are the federated routes (federation.go): a request whose
+	// Request.Upstream names one is resolved to one of its members.
+	Servers []Server
+	// Members lists the prompts, resources and capabilities of federated
+	// routes' members; nil: their lists are empty and initialize
+	// announces tools only.
+	Members MemberLister
 	// Limits are the rate buckets, concurrency cap, loop brake and
 	// deadlines (limits.go); nil: no limits.
 	Limits  *Limits
@@ -179,8 +186,10 @@ type Pipeline struct {
 	// resTenants the compiled ResourceTenants (resources.go).
 	lists      *listHub
 	resTenants resourceTenants
-	// exposure resolves the names tools are exposed under (expose.go).
+	// exposure resolves the names tools are exposed under (expose.go);
+	// servers the federated routes by name.
 	exposure exposure
+	servers  map[string]*federation
 	// removeFields are the request fields every forwarded request loses
 	// (forwardVerdict): the assertion header, the credentials when
 	// authentication is on, Options.StripHeaders, the fields of static
@@ -252,7 +261,9 @@ func build(o Options) *Pipeline {
 		p.secretShaper = ts
 	}
 	p.exposure = newExposure(o.Declarations)
-	p.removeFields = []string{AssertionHeader}
+	p.servers = newFederations(o.Servers)
+	// A client never chooses the member of a federated route.
+	p.removeFields = []string{AssertionHeader, UpstreamHeader}
 	if o.Authenticator != nil {
 		p.removeFields = append(p.removeFields, credentialHeaders...)
 	}
@@ -398,6 +409,12 @@ type Exchange struct {
 	// call named a renamed tool by its own name (expose.go).
 	exposedAs string
 	unexposed bool
+	// fed is the federated route the request came in on (federation.go),
+	// member the upstream its message resolved to ("" while none: lists,
+	// initialize); fedUnknown: its name or URI resolves to no member.
+	fed        *federation
+	member     string
+	fedUnknown bool
 	// toolView and catEntry back input.Tool and input.Tool.Catalog of a
 	// tools/call (one allocation with the exchange instead of two more).
 	toolView policy.Tool

@@ -38,7 +38,7 @@ func TestRemoveHeaderShared(t *testing.T) {
 		}
 		return v
 	}
-	plain := []string{AssertionHeader, "x-tenant"}
+	plain := []string{AssertionHeader, UpstreamHeader, "x-tenant"}
 	v1, v2 := verdict(nil, []byte(body)), verdict(nil, []byte(body))
 	if !slices.Equal(v1.RemoveHeader, plain) || !slices.Equal(v2.RemoveHeader, plain) {
 		t.Fatalf("plain: %q %q, want %q", v1.RemoveHeader, v2.RemoveHeader, plain)

@@ -219,11 +219,29 @@ func (x *Exchange) checksResultURIs() bool {
 // another tenant than the caller's or cannot be checked. It returns the
 // new result and the number removed (nil, 0 when nothing changes).
 func (x *Exchange) dropForeignResources(result []byte) ([]byte, int, error) {
-	removed := 0
+	return mapResourceItems(result, func(item jsontext.Value, uri string) (jsontext.Value, bool) {
+		return nil, x.foreignURI(uri)
+	})
+}
+
+// removedResource stands, in a prompts/get message, for a resource
+// mapResourceItems removed.
+var removedResource = jsontext.Value(`{"type":"text","text":"[mcpgate removed a resource of another tenant here]"}`)
+
+// mapResourceItems calls fn with every resource link and embedded
+// resource of a result (a tools/call result's content, a prompts/get
+// result's messages[].content, a resources/read result's contents) and
+// its URI. fn returns the item's replacement (nil: unchanged) and
+// whether to remove it (a message's content is then removedResource). It
+// returns the new result and the number of items replaced or removed
+// (nil, 0 when nothing changes).
+func mapResourceItems(result []byte, fn func(item jsontext.Value, uri string) (jsontext.Value, bool)) ([]byte, int, error) {
+	changed := 0
 	var werr error
-	keep := func(item jsontext.Value) bool {
+	// visit returns item's replacement, or nil to remove it.
+	visit := func(item jsontext.Value) jsontext.Value {
 		if item.Kind() != '{' {
-			return true
+			return item
 		}
 		var c struct {
 			Type     string `json:"type"`
@@ -234,7 +252,7 @@ func (x *Exchange) dropForeignResources(result []byte) ([]byte, int, error) {
 		}
 		if err := json.Unmarshal(item, &c, json.RejectUnknownMembers(false)); err != nil {
 			werr = err
-			return true
+			return item
 		}
 		uri, has := "", false
 		switch {
@@ -245,25 +263,34 @@ func (x *Exchange) dropForeignResources(result []byte) ([]byte, int, error) {
 		case c.Type == "" && c.URI != "": // resources/read contents
 			uri, has = c.URI, true
 		}
-		if has && x.foreignURI(uri) {
-			removed++
-			return false
+		if !has {
+			return item
 		}
-		return true
+		out, drop := fn(item, uri)
+		switch {
+		case drop:
+			changed++
+			return nil
+		case out != nil:
+			changed++
+			return out
+		}
+		return item
 	}
-	filterArray := func(arr jsontext.Value) (jsontext.Value, bool) {
+	mapArray := func(arr jsontext.Value) (jsontext.Value, bool) {
 		var items []jsontext.Value
 		if err := json.Unmarshal(arr, &items); err != nil {
 			werr = err
 			return arr, true
 		}
+		before := changed
 		kept := items[:0:0]
 		for _, it := range items {
-			if keep(it) {
-				kept = append(kept, it)
+			if out := visit(it); out != nil {
+				kept = append(kept, out)
 			}
 		}
-		if len(kept) == len(items) {
+		if changed == before {
 			return arr, true
 		}
 		out, err := json.Marshal(kept)
@@ -276,14 +303,14 @@ func (x *Exchange) dropForeignResources(result []byte) ([]byte, int, error) {
 	out, err := mapMembers(result, func(name string, v jsontext.Value) (jsontext.Value, bool) {
 		switch {
 		case (name == "content" || name == "contents") && v.Kind() == '[':
-			return filterArray(v)
+			return mapArray(v)
 		case name == "messages" && v.Kind() == '[':
 			var msgs []jsontext.Value
 			if err := json.Unmarshal(v, &msgs); err != nil {
 				werr = err
 				return v, true
 			}
-			changed := false
+			before := changed
 			for i, m := range msgs {
 				if m.Kind() != '{' {
 					continue
@@ -292,16 +319,21 @@ func (x *Exchange) dropForeignResources(result []byte) ([]byte, int, error) {
 				if err != nil || !ok || c.Kind() != '{' {
 					continue
 				}
-				if !keep(c) {
-					nm, err := withMember(m, "content", jsontext.Value(`{"type":"text","text":"[mcpgate removed a resource of another tenant here]"}`))
-					if err != nil {
-						werr = err
-						continue
-					}
-					msgs[i], changed = nm, true
+				out := visit(c)
+				if out == nil {
+					out = removedResource
 				}
+				if &out[0] == &c[0] {
+					continue
+				}
+				nm, err := withMember(m, "content", out)
+				if err != nil {
+					werr = err
+					continue
+				}
+				msgs[i] = nm
 			}
-			if !changed {
+			if changed == before {
 				return v, true
 			}
 			nv, err := json.Marshal(msgs)
@@ -316,10 +348,10 @@ func (x *Exchange) dropForeignResources(result []byte) ([]byte, int, error) {
 	if err = errors.Join(err, werr); err != nil {
 		return nil, 0, err
 	}
-	if removed == 0 {
+	if changed == 0 {
 		return nil, 0, nil
 	}
-	return out, removed, nil
+	return out, changed, nil
 }
 
 // resourceWarning is the note a result carries when resources of another

@@ -377,6 +377,27 @@ func (x *Exchange) requestID() []byte {
 
 // shapeAnswer shapes the result of the exchange's request by its method.
 func (x *Exchange) shapeAnswer(result jsontext.Value) ([]byte, error) {
+	out, err := x.shapeOwnAnswer(result)
+	if err != nil || x.member == "" {
+		return out, err
+	}
+	// A federated route: the member's resource URIs as clients see them.
+	in := out
+	if in == nil {
+		in = result
+	}
+	exposed, err := x.exposeResultURIs(in)
+	if err != nil {
+		return nil, errors.Join(ErrUpstreamResponse, err)
+	}
+	if exposed != nil {
+		return exposed, nil
+	}
+	return out, nil
+}
+
+// shapeOwnAnswer is shapeAnswer's work on the upstream's own result.
+func (x *Exchange) shapeOwnAnswer(result jsontext.Value) ([]byte, error) {
 	if x.task.inspect || x.msg.Method == "tools/call" && bytes.Contains(result, []byte(`"task"`)) {
 		if out, done, err := x.taskAnswer(result); done {
 			return out, err
@@ -440,6 +461,16 @@ func (x *Exchange) shapeNotification(body []byte, msg *mcp.Message) ([]byte, err
 	params, err := x.messageShaper().Notification(msg.Method, msg.Params)
 	if err != nil {
 		return nil, errors.Join(ErrUpstreamResponse, err)
+	}
+	if x.member != "" && msg.Method == "notifications/resources/updated" {
+		// A federated route: the URI as clients know it.
+		in := params
+		if in == nil {
+			in = msg.Params
+		}
+		if params, err = x.exposeParamURI(in); err != nil {
+			return nil, errors.Join(ErrUpstreamResponse, err)
+		}
 	}
 	if params == nil {
 		return nil, nil
@@ -859,8 +890,8 @@ func (p *Pipeline) planShaping(_ context.Context, x *Exchange) *Verdict {
 		x.listKind = listKinds[msg.Method]
 		x.shapeResult = p.opts.Catalog != nil && textResults[msg.Method] || x.task.inspect
 		x.watchTools = msg.Method == "subscriptions/listen" && (p.opts.OnToolsChanged != nil || p.pushesListChanged())
-		if !x.shapeResult && x.checksResultURIs() && (msg.Method == "resources/read" || msg.Method == "prompts/get") {
-			x.shapeResult = true // resource links of other tenants are removed
+		if !x.shapeResult && (x.checksResultURIs() || x.member != "") && (msg.Method == "resources/read" || msg.Method == "prompts/get") {
+			x.shapeResult = true // resource links of other tenants are removed, a member's URIs exposed
 		}
 		return nil
 	}
@@ -872,7 +903,7 @@ func (p *Pipeline) planShaping(_ context.Context, x *Exchange) *Verdict {
 		return x.answerAs(OutcomeError, local(200, shapeRefusal(msg.ID, d.ID)))
 	}
 	x.shaper = shaper
-	x.shapeResult = x.shaper != nil || len(x.warnings) > 0 || x.checksResultURIs() || x.task.inspect
+	x.shapeResult = x.shaper != nil || len(x.warnings) > 0 || x.checksResultURIs() || x.task.inspect || x.member != ""
 	if p.opts.Limits != nil && p.opts.Limits.LoopBrake > 0 {
 		x.shapeResult = true // its outcome feeds the loop brake
 	}

@@ -30,12 +30,14 @@ var requestStages = []stage{
 	{"kill_switch", (*Pipeline).killSwitch},          // killswitch.go
 	{"session", (*Pipeline).checkSession},            // session.go: Mcp-Session-Id binding
 	{"capabilities", (*Pipeline).clientCapabilities}, // extensions.go: unhandled client capabilities
+	{"federation", (*Pipeline).federationGate},       // federation.go: unknown names, ping, methods not federated
 	{"relay", (*Pipeline).relayUndecided},            // forward.go: GET, DELETE, a client's response
 	{"gateway_tools", (*Pipeline).gatewayTools},      // confirm.go: confirm_action, reject_action, approvals
 	{"catalog", (*Pipeline).lookupCatalog},           // catalog.go: the tool's entry or the list
 	{"policy", (*Pipeline).policyDecision},           // decide.go: the Rego decision, refusals
 	{"tasks", (*Pipeline).taskGate},                  // tasks.go
 	{"tools_list", (*Pipeline).toolsListAnswer},      // catalog.go: tools/list from the catalog
+	{"federated", (*Pipeline).federatedAnswer},       // federation.go: a federated route's lists, initialize
 	{"arguments", (*Pipeline).checkArguments},        // catalog.go: Mcp-Param-*, coerced arguments
 	{"shaping", (*Pipeline).planShaping},             // response.go: how the answer is inspected
 	{"limits", (*Pipeline).limits},                   // limits.go: buckets, concurrency, loop brake, deadline

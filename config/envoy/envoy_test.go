@@ -92,7 +92,7 @@ var upstreamName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 // strict protojson: an unknown or misspelt field is an error, as in Envoy.
 var strictJSON = protojson.UnmarshalOptions{}
 
-var bootstrapFiles = []string{"sidecar.yaml", "ingress.yaml"}
+var bootstrapFiles = []string{"sidecar.yaml", "ingress.yaml", "federation.yaml"}
 
 // ---------------------------------------------------------------- loading --
 
@@ -459,9 +459,6 @@ var extProcChecks = []check[*extprocfilterv3.ExternalProcessor]{
 		if !ep.GetMutationRules().GetDisallowIsError().GetValue() {
 			errs = append(errs, errors.New("mutation_rules.disallow_is_error: a refused header mutation (e.g. removing a credential) must fail the request, not be dropped"))
 		}
-		if ep.GetRouteCacheAction() != extprocfilterv3.ExternalProcessor_RETAIN {
-			errs = append(errs, fmt.Errorf("route_cache_action %s: mcpgate's header changes must not re-select the route it decided on", ep.GetRouteCacheAction()))
-		}
 		return errors.Join(errs...)
 	}},
 	{"mcpgate metadata namespace", func(ep *extprocfilterv3.ExternalProcessor) error {
@@ -793,11 +790,19 @@ var bootstrapChecks = func() []check[*envoyConfig] {
 			return errors.Join(errs...)
 		}},
 		{"routes name their upstream", eachRoute(checkRouteUpstream)},
-		{"route timeouts", eachRoute(checkRouteTimeouts)},
+		{"route timeouts", eachRoute(func(r *routev3.Route) error {
+			if r.GetDirectResponse() != nil {
+				return nil // Envoy answers; nothing is forwarded
+			}
+			return checkRouteTimeouts(r)
+		})},
 		{"routes go to defined clusters", func(c *envoyConfig) error {
 			var errs []error
 			for _, h := range c.hcms {
 				for _, r := range mcpRoutes(h) {
+					if r.GetDirectResponse() != nil {
+						continue
+					}
 					if cl := r.GetRoute().GetCluster(); c.clusters[cl] == nil {
 						errs = append(errs, fmt.Errorf("%s: route %s: cluster %q is not defined", h, r.GetName(), cl))
 					}
@@ -882,7 +887,7 @@ var bootstrapChecks = func() []check[*envoyConfig] {
 	for _, ec := range extProcChecks {
 		cs = append(cs, check[*envoyConfig]{"ext_proc: " + ec.name, eachExtProc(ec.fn)})
 	}
-	return cs
+	return append(cs, federationChecks...)
 }()
 
 func protoSlice[T proto.Message](in []T) []proto.Message {
@@ -993,8 +998,11 @@ func TestBootstrapChecksCatchMistakes(t *testing.T) {
 		{"route without upstream metadata", "ingress.yaml", "routes name their upstream", func(t *testing.T, c *envoyConfig) {
 			mcpRoutes(c.hcms[0])[2].Metadata = nil
 		}},
-		{"route cache cleared", "sidecar.yaml", "ext_proc: mutation safety", func(t *testing.T, c *envoyConfig) {
+		{"route cache cleared (retained if federated)", "sidecar.yaml", "route cache action", func(t *testing.T, c *envoyConfig) {
 			c.hcms[0].extProc.RouteCacheAction = extprocfilterv3.ExternalProcessor_CLEAR
+			if federated(c.hcms[0]) { // the chart renders sidecar.yaml with members
+				c.hcms[0].extProc.RouteCacheAction = extprocfilterv3.ExternalProcessor_RETAIN
+			}
 		}},
 		{"keepalive faster than mcpgate allows", "ingress.yaml", "ext_proc cluster is HTTP/2", func(t *testing.T, c *envoyConfig) {
 			cl := c.clusters[c.hcms[0].extProc.GetGrpcService().GetEnvoyGrpc().GetClusterName()]

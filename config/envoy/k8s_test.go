@@ -144,6 +144,11 @@ type httpRoute struct {
 					Type  string `json:"type"`
 					Value string `json:"value"`
 				} `json:"path"`
+				Headers []struct {
+					Type  string `json:"type,omitempty"`
+					Name  string `json:"name"`
+					Value string `json:"value"`
+				} `json:"headers,omitempty"`
 			} `json:"matches"`
 			Filters []struct {
 				Type       string `json:"type"`
@@ -153,12 +158,15 @@ type httpRoute struct {
 						ReplaceFullPath string `json:"replaceFullPath"`
 					} `json:"path"`
 				} `json:"urlRewrite,omitempty"`
+				RequestHeaderModifier *struct {
+					Remove []string `json:"remove,omitempty"`
+				} `json:"requestHeaderModifier,omitempty"`
 			} `json:"filters,omitempty"`
 			Timeouts *struct {
 				Request        string `json:"request,omitempty"`
 				BackendRequest string `json:"backendRequest,omitempty"`
 			} `json:"timeouts,omitempty"`
-			BackendRefs []backendRef `json:"backendRefs"`
+			BackendRefs []backendRef `json:"backendRefs,omitempty"`
 		} `json:"rules"`
 	} `json:"spec"`
 }
@@ -309,10 +317,19 @@ var egAPIVersions = map[string]string{
 	"EnvoyPatchPolicy":     "gateway.envoyproxy.io/v1alpha1",
 }
 
-func loadEG(t testing.TB) *egConfig {
+// loadEG loads the Envoy Gateway documents of files (envoy-gateway.yaml
+// when none) as one set of resources.
+func loadEG(t testing.TB, files ...string) *egConfig {
 	t.Helper()
 	c := &egConfig{}
-	for i, raw := range loadDocs(t, "envoy-gateway.yaml") {
+	if len(files) == 0 {
+		files = []string{"envoy-gateway.yaml"}
+	}
+	var docs [][]byte
+	for _, f := range files {
+		docs = append(docs, loadDocs(t, f)...)
+	}
+	for i, raw := range docs {
 		tm := kindOf(t, raw)
 		if want, ok := egAPIVersions[tm.Kind]; !ok || tm.APIVersion != want {
 			t.Fatalf("document %d: %s %s: unexpected kind or apiVersion (want %q)", i, tm.APIVersion, tm.Kind, want)
@@ -593,6 +610,9 @@ var egChecks = []check[*egConfig]{
 	{"route timeouts", eachEGRoute(func(_ *egConfig, r *httpRoute) error {
 		var errs []error
 		for i, rule := range r.Spec.Rules {
+			if len(rule.BackendRefs) == 0 {
+				continue // Envoy Gateway answers itself
+			}
 			if rule.Timeouts == nil || rule.Timeouts.Request == "" {
 				errs = append(errs, fmt.Errorf("rule %d: timeouts.request unset means Envoy's 15 s default; set 0s", i))
 				continue
@@ -891,8 +911,15 @@ func loadIstio(t testing.TB) *istioConfig {
 	if len(docs) != 1 {
 		t.Fatalf("want one document, got %d", len(docs))
 	}
+	return decodeEnvoyFilter(t, docs[0])
+}
+
+// decodeEnvoyFilter decodes an EnvoyFilter document strictly, and each
+// patch value into its Envoy proto.
+func decodeEnvoyFilter(t testing.TB, raw []byte) *istioConfig {
+	t.Helper()
 	c := &istioConfig{ef: &envoyFilter{}}
-	if err := strictDecode(docs[0], c.ef); err != nil {
+	if err := strictDecode(raw, c.ef); err != nil {
 		t.Fatal(err)
 	}
 	for i, p := range c.ef.Spec.ConfigPatches {
@@ -1097,6 +1124,10 @@ var istioChecks = func() []check[*istioConfig] {
 			return ec.fn(c.extProc)
 		}})
 	}
+	// The sidecar fronts one MCP server: mcpgate never re-routes there.
+	cs = append(cs, check[*istioConfig]{"route cache action", func(c *istioConfig) error {
+		return checkRouteCacheAction(c.extProc, false)
+	}})
 	return cs
 }()
 
@@ -1111,6 +1142,9 @@ func TestIstioChecksCatchMistakes(t *testing.T) {
 	}{
 		{"fail open", "ext_proc: fail closed", func(c *istioConfig) { c.extProc.FailureModeAllow = true }},
 		{"no mode override", "ext_proc: mode override for SSE", func(c *istioConfig) { c.extProc.AllowModeOverride = false }},
+		{"route cache cleared", "route cache action", func(c *istioConfig) {
+			c.extProc.RouteCacheAction = extprocfilterv3.ExternalProcessor_DEFAULT
+		}},
 		{"bootstrap cluster name", "ext_proc cluster is Istio's outbound cluster", func(c *istioConfig) {
 			c.extProc.GrpcService.GetEnvoyGrpc().ClusterName = "mcpgate_extproc"
 		}},

@@ -7,7 +7,12 @@
 // SEND, request body BUFFERED (every decision needs the JSON-RPC body),
 // response headers SEND, response body BUFFERED with allow_mode_override, so
 // mcpgate can switch text/event-stream responses to STREAMED and answers it
-// need not see to NONE.
+// need not see to NONE. A request body Envoy states it sends otherwise
+// (protocol_config) is refused.
+//
+// On a federated route the request answer names the member in
+// gateway.UpstreamHeader and clears Envoy's route cache (route.go, with
+// Envoy's rules for when the clear is honoured).
 //
 // Work on a request message is bounded by Options.MessageBudget, below
 // Envoy's message_timeout. Work that legitimately takes longer (a JWKS
@@ -120,6 +125,9 @@ type Server struct {
 	// MessageBudget); timers then holds idle *overrideTimers.
 	extend bool
 	timers sync.Pool
+	// handle runs the pipeline on a request: Pipeline.HandleRequest (tests
+	// may wrap it).
+	handle func(context.Context, *gateway.Request) (*gateway.Exchange, gateway.Verdict)
 }
 
 var _ extprocv3.ExternalProcessorServer = (*Server)(nil)
@@ -153,6 +161,7 @@ func New(o Options) (*Server, error) {
 		return nil, fmt.Errorf("extproc: %w", err)
 	}
 	s.routes = t
+	s.handle = o.Pipeline.HandleRequest
 	return s, nil
 }
 
@@ -273,13 +282,17 @@ func (ex *exchange) requestHeaders(in *extprocv3.ProcessingRequest, h *extprocv3
 		}
 	}
 	if !h.GetEndOfStream() {
+		if l := checkBodyMode(in); l != nil {
+			return immediate(l)
+		}
 		return headersResponse(nil, false)
 	}
 	ex.decide(gateway.PhaseRequestHeaders)
 	if ex.verdict.Local != nil {
 		return immediate(ex.verdict.Local)
 	}
-	return headersResponse(mutation(ex.withPath(ex.verdict.SetHeader), ex.verdict.RemoveHeader), false)
+	set, remove, clear := ex.routing(ex.withPath(ex.verdict.SetHeader), ex.verdict.RemoveHeader)
+	return headersResponse(mutation(set, remove), clear)
 }
 
 // withPath returns set with the :path the upstream gets when the client's
@@ -321,8 +334,9 @@ func (ex *exchange) requestBody(b *extprocv3.HttpBody) *extprocv3.ProcessingResp
 		set.Set("content-length", strconv.Itoa(len(v.Body)))
 		body = &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: v.Body}}
 	}
+	set, remove, clear := ex.routing(set, v.RemoveHeader)
 	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: &extprocv3.BodyResponse{
-		Response: &extprocv3.CommonResponse{HeaderMutation: mutation(set, v.RemoveHeader), BodyMutation: body},
+		Response: &extprocv3.CommonResponse{HeaderMutation: mutation(set, remove), BodyMutation: body, ClearRouteCache: clear},
 	}}}
 }
 
@@ -340,7 +354,7 @@ func (ex *exchange) decide(phase string) {
 		ot = ex.s.armOverride(ex, phase)
 	}
 	ctx, cancel := context.WithTimeout(ex.ctx, budget)
-	ex.x, ex.verdict = o.Pipeline.HandleRequest(ctx, ex.req)
+	ex.x, ex.verdict = ex.s.handle(ctx, ex.req)
 	cancel()
 	if ot != nil {
 		ex.s.disarmOverride(ot)
@@ -428,6 +442,7 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.Process
 	}
 	hdr, pseudo := fromHeaderMap(h.GetHeaders())
 	code, _ := strconv.Atoi(pseudo.status)
+	ex.checkRouted(code)
 	if h.GetEndOfStream() && hdr["content-length"] == nil {
 		hdr["content-length"] = noBody // no body follows (ResponseHeaders)
 	}
@@ -607,9 +622,11 @@ var noBody = []string{"0"}
 // never modified.
 var contentEncoding = []string{"content-encoding"}
 
-func headersResponse(m *extprocv3.HeaderMutation, _ bool) *extprocv3.ProcessingResponse {
+// headersResponse answers request headers with m; clear asks Envoy to
+// choose the route again (route.go).
+func headersResponse(m *extprocv3.HeaderMutation, clear bool) *extprocv3.ProcessingResponse {
 	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{
-		Response: &extprocv3.CommonResponse{HeaderMutation: m},
+		Response: &extprocv3.CommonResponse{HeaderMutation: m, ClearRouteCache: clear},
 	}}}
 }
 

@@ -26,10 +26,16 @@ import (
 )
 
 // Route maps a path on the proxy listener to one upstream.
+//
+// A federated route (gateway.Server) is a Route whose Upstream is the
+// server's name and whose URL is nil: each request goes to the member the
+// pipeline names (Verdict.Upstream), at that member's Route. A member
+// without a route of its own has a Route with an empty Path.
 type Route struct {
 	// Path is the route (see package routes): an exact request path, e.g.
 	// "/mcp", or a pattern with one {tenant} segment, e.g.
-	// "/t/{tenant}/mcp", whose tenant the request names.
+	// "/t/{tenant}/mcp", whose tenant the request names. Empty: the
+	// upstream is reached only as a member of a federated route.
 	Path     string
 	Upstream string // upstream name (policy input, metrics label)
 	// URL is the upstream MCP endpoint. On a route with {tenant}, a
@@ -132,7 +138,9 @@ func New(o Options) (*Proxy, error) {
 	p := &Proxy{o: o, routes: map[string]*route{}, hosts: map[string]bool{}, log: o.Logger}
 	var rs []routes.Route
 	for _, r := range o.Routes {
-		rs = append(rs, routes.Route{Path: r.Path, Upstream: r.Upstream})
+		if r.Path != "" {
+			rs = append(rs, routes.Route{Path: r.Path, Upstream: r.Upstream})
+		}
 	}
 	table, err := routes.New(rs)
 	if err != nil {
@@ -155,8 +163,12 @@ func New(o Options) (*Proxy, error) {
 		tr = t
 	}
 	for _, r := range o.Routes {
+		if r.URL == nil {
+			p.routes[r.Upstream] = &route{Route: r} // federated: its members forward
+			continue
+		}
 		rt := &route{Route: r, tenantURL: strings.Contains(r.URL.Path, routes.Param)}
-		if pat, _ := table.Pattern(r.Upstream); rt.tenantURL && !pat.HasTenant() {
+		if pat, _ := table.Pattern(r.Upstream); rt.tenantURL && !pat.HasTenant() && r.Path != "" {
 			return nil, fmt.Errorf("proxy: upstream %q: its URL has %s but its route %q does not", r.Upstream, routes.Param, r.Path)
 		}
 		if strings.Contains(r.URL.Host, routes.Param) || strings.Contains(r.URL.RawQuery, routes.Param) {
@@ -242,8 +254,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeLocal(w, v.Local, nil)
 		return
 	}
-	if rt == nil {
-		// A path the pipeline answers itself never goes upstream.
+	if rt != nil && v.Upstream != "" {
+		// A federated route: the member the pipeline resolved.
+		rt = p.routes[v.Upstream]
+	}
+	if rt == nil || rt.rp == nil {
+		// A path the pipeline answers itself never goes upstream (nor
+		// does a federated request the pipeline named no member for).
 		x.End(nil)
 		writeLocal(w, gateway.NotFound(), nil)
 		return

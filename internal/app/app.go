@@ -75,8 +75,11 @@ type App struct {
 	servers []*http.Server
 	grpc    *grpcServer
 	ready   atomic.Bool
-	wg      sync.WaitGroup
-	errc    chan error
+	// federation reports the virtual servers' members (federation.go);
+	// nil without servers.
+	federation *federationCollector
+	wg         sync.WaitGroup
+	errc       chan error
 }
 
 // maxResponseBytes bounds a buffered JSON response the pipeline inspects.
@@ -244,7 +247,13 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 		Logger:              log,
 		Metrics:             metrics,
 		Tracer:              tp.Tracer(),
+		Servers:             federationServers(cfg), // federation.go
+		Members:             members(cfg, id, creds, log),
 	})
+	if len(cfg.Servers) > 0 {
+		a.federation = newFederationCollector(cfg, cat)
+		a.reg.MustRegister(a.federation)
+	}
 	a.watchToolLists(ctx)
 	if cfg.Policy.WatchEnabled() && len(cfg.Policy.Dirs) > 0 {
 		go func() {
@@ -261,6 +270,9 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 			return nil, fmt.Errorf("upstream %q: %w", u.Name, err)
 		}
 		routes = append(routes, proxy.Route{Path: u.Route, Upstream: u.Name, URL: target, Timeout: u.Timeout.D()})
+	}
+	for _, s := range cfg.Servers {
+		routes = append(routes, proxy.Route{Path: s.Route, Upstream: s.Name})
 	}
 	if !cfg.Listeners.Proxy.Disabled {
 		h, err := proxy.New(proxy.Options{
@@ -287,7 +299,12 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 	if e := cfg.Listeners.ExtProc; e.Enabled() {
 		var ups []extproc.Upstream
 		for _, u := range cfg.Upstreams {
-			ups = append(ups, extproc.Upstream{Name: u.Name, Route: u.Route})
+			if u.Route != "" {
+				ups = append(ups, extproc.Upstream{Name: u.Name, Route: u.Route})
+			}
+		}
+		for _, s := range cfg.Servers {
+			ups = append(ups, extproc.Upstream{Name: s.Name, Route: s.Route})
 		}
 		srv, err := extproc.New(extproc.Options{
 			Pipeline:         a.Pipeline,
@@ -382,6 +399,13 @@ func (a *App) adminHandler() http.Handler {
 			}
 		}
 		fmt.Fprintln(w, "ready")
+		if f := a.federation; f != nil {
+			// A member that is down does not take its server down: the
+			// gateway stays ready and names it.
+			if text := missingText(membersMissing(f.cfg, f.cat)); text != "" {
+				fmt.Fprintln(w, text)
+			}
+		}
 	})
 	if s := a.id.signer; s != nil {
 		mux.Handle(gateway.JWKSPath, s.JWKSHandler())

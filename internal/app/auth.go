@@ -41,13 +41,31 @@ func newAuthenticator(ctx context.Context, cfg *config.Config, id *identity, log
 		o.Tokens = id.tokens
 	}
 	for _, u := range cfg.Upstreams {
-		o.Routes = append(o.Routes, authn.Route{Upstream: u.Name, Path: u.Route, Scopes: routeScopes(cfg.Auth, u)})
+		if u.Route != "" {
+			o.Routes = append(o.Routes, authn.Route{Upstream: u.Name, Path: u.Route, Scopes: routeScopes(cfg.Auth, u)})
+		}
+	}
+	for _, s := range cfg.Servers {
+		// A virtual server asks for the rights of every member's tools.
+		var scopes []string
+		for _, m := range s.Members {
+			for _, u := range cfg.Upstreams {
+				if u.Name == m.Upstream {
+					scopes = append(scopes, routeScopes(cfg.Auth, u)...)
+				}
+			}
+		}
+		slices.Sort(scopes)
+		o.Routes = append(o.Routes, authn.Route{Upstream: s.Name, Path: s.Route, Scopes: slices.Compact(scopes)})
 	}
 	an, err := authn.New(o)
 	if err != nil {
 		return nil, nil, err
 	}
 	for _, u := range cfg.Upstreams {
+		if u.Route == "" {
+			continue // a member of a server, reached through it
+		}
 		if len(issuers) == 0 {
 			// No protected resource metadata: clients are not sent into
 			// an OAuth flow (authn.Authenticator).

@@ -55,6 +55,9 @@ listeners:
   extproc: {address: 127.0.0.1:0}
 upstreams:
   - {name: demo, url: "http://127.0.0.1:1/mcp", tools: {find: {effect: read}}}
+  - {name: files, url: "http://127.0.0.1:1/files"}
+servers:
+  - {name: work, route: /work, members: [{upstream: files, prefix: files}]}
 policy:
   decision_logs: {console: true}
   shadow: {dirs: [%q]}

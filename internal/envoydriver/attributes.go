@@ -31,7 +31,7 @@ type attributeContext struct {
 	respHeaders *headerMap
 	start       time.Time
 	cfg         *Config
-	routeMD     *corev3.Metadata
+	route       *route // the stream's route when the attributes are sent; nil for none
 }
 
 // evaluate mirrors ExpressionManager::evaluateAttributes
@@ -124,20 +124,20 @@ func (a *attributeContext) value(name string) (*structpb.Value, bool) {
 	case "connection.mtls":
 		return structpb.NewBoolValue(a.req.TLS != nil && len(a.req.TLS.PeerCertificates) > 0), true
 	case "xds.route_name":
-		if a.cfg.RouteName == "" {
+		if a.route == nil || a.route.Name == "" {
 			return nil, false
 		}
-		return str(a.cfg.RouteName)
+		return str(a.route.Name)
 	case "xds.cluster_name":
-		if a.cfg.ClusterName == "" {
+		if a.route == nil || a.route.Cluster == "" {
 			return nil, false
 		}
-		return str(a.cfg.ClusterName)
+		return str(a.route.Cluster)
 	case "xds.route_metadata":
-		if a.routeMD == nil {
+		if a.route == nil || a.route.md == nil {
 			return str("")
 		}
-		return str(metadataDebugString(a.routeMD))
+		return str(metadataDebugString(a.route.md))
 	case "response.code":
 		if a.respHeaders == nil {
 			return nil, false

@@ -1,7 +1,8 @@
 // Package envoydriver plays Envoy's part of the ext_proc protocol so that
 // mcpgate's ext_proc server can be tested end to end without Envoy: a Driver
 // is an http.Handler that behaves like the HTTP filter chain
-// "envoy.filters.http.ext_proc → router to one upstream". For every HTTP
+// "envoy.filters.http.ext_proc → router", the router forwarding to one
+// upstream or choosing among routes (Config.Routes). For every HTTP
 // request it opens one ExternalProcessor.Process stream (a real gRPC client),
 // sends the messages Envoy would send, applies the answers with Envoy's
 // rules, forwards to the real upstream over HTTP and relays the response back
@@ -13,7 +14,8 @@
 // The rules follow Envoy's source (source/extensions/filters/http/ext_proc/
 // ext_proc.cc, processor_state.cc, mutation_utils.cc, client_impl.cc;
 // source/extensions/filters/common/mutation_rules/mutation_rules.cc;
-// source/common/http/filter_manager.cc and utility.cc for local replies) with
+// source/common/http/filter_manager.cc and utility.cc for local replies;
+// conn_manager_impl.cc and router/config_impl.cc for choosing routes) with
 // the runtime guards at their defaults, and the ext_proc protos of
 // go-control-plane envoy v1.40.0. In short:
 //
@@ -64,11 +66,24 @@
 //     the stream instead (the handler panics with http.ErrAbortHandler).
 //     Local replies of the filter manager and router (413, 503) go through
 //     the ext_proc encoder like any response; ext_proc's own do not.
+//   - Routes (Config.Routes) are matched in order on :path (query left
+//     out) and exact header values; the connection manager chooses the
+//     route on the client's headers before any filter runs (conn_manager_impl.cc
+//     ActiveStream::decodeHeaders → refreshCachedRoute) and the router uses
+//     the cached route, choosing again on the headers as they are then only
+//     after the cache was cleared. No route: 404 route_not_found; a direct
+//     response route answers itself; a route's request_headers_to_remove
+//     are removed from what the router forwards. An answer clears the cache as
+//     DecodingProcessorState::clearRouteCache does: request direction only,
+//     only with a header mutation, clear_route_cache under DEFAULT, always
+//     under CLEAR, never under RETAIN (disable_clear_route_cache: RETAIN).
 //   - The stream is half-closed once nothing more will be sent (the
 //     stream-close optimisation) or when the request ends, and reset at once
 //     after errors, timeouts and spurious messages.
 //
-// Not modelled: BUFFERED_PARTIAL, FULL_DUPLEX_STREAMED and GRPC body modes,
+// Not modelled: route matching beyond exact paths and exact header values
+// (prefixes, regular expressions, virtual host domains, weighted clusters),
+// BUFFERED_PARTIAL, FULL_DUPLEX_STREAMED and GRPC body modes,
 // trailers (never sent), observability_mode, send_body_without_waiting_for_
 // header_response, per-route overrides other than gRPC initial metadata,
 // dynamic metadata, route timeouts, retries, HTTP/2 downstream.

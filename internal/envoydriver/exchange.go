@@ -173,6 +173,12 @@ type exchange struct {
 	upBody     *fifo[[]byte]
 	upStart    time.Time
 
+	// route is the route chosen (routeCached) on the request headers:
+	// by the connection manager before the filters, again by the router
+	// after an answer cleared it (route.go).
+	route       *route
+	routeCached bool
+
 	upstreamStarted   bool
 	decoderAborted    bool // a local reply took over: the request goes nowhere
 	responseStarted   bool // response headers exist (upstream or local reply)
@@ -288,6 +294,10 @@ func (x *exchange) decodeHeaders() {
 		x.reqBodyCh = make(chan bodyEvent)
 		go readBody(r.Body, r.ContentLength, x.reqBodyCh, x.loopDone)
 	}
+	// The connection manager chooses the route on the client's headers
+	// before any filter runs (ActiveStream::decodeHeaders →
+	// refreshCachedRoute).
+	x.currentRoute()
 	x.encodeOrDecodeHeaders(st)
 }
 
@@ -343,7 +353,7 @@ func (x *exchange) newRequest(st *dirState) *extprocv3.ProcessingRequest {
 	if !st.attributesSent && len(names) > 0 {
 		st.attributesSent = true
 		ac := &attributeContext{req: x.r, reqHeaders: x.dec.headers, respHeaders: x.enc.headers,
-			start: x.start, cfg: &x.d.cfg, routeMD: x.d.routeMD}
+			start: x.start, cfg: &x.d.cfg, route: x.route}
 		req.Attributes = map[string]*structpb.Struct{filterName: ac.evaluate(names)}
 	}
 	if !x.protocolConfigSent {
@@ -576,7 +586,26 @@ func (x *exchange) startUpstream(endStream bool) {
 		return
 	}
 	x.upstreamStarted = true
+	// Router::Filter::decodeHeaders takes the cached route, or chooses it
+	// again after the cache was cleared.
+	rt := x.currentRoute()
+	switch {
+	case rt == nil:
+		x.localReply(http.StatusNotFound, "", nil, "route_not_found")
+		return
+	case rt.DirectResponse != nil:
+		dr := rt.DirectResponse
+		var mutate func(*headerMap)
+		if dr.ContentType != "" {
+			mutate = func(h *headerMap) { h.set("content-type", dr.ContentType) }
+		}
+		x.localReply(dr.Status, dr.Body, mutate, "direct_response")
+		return
+	}
 	h := x.dec.headers
+	for _, k := range rt.RequestHeadersToRemove {
+		h.remove(strings.ToLower(k))
+	}
 	method, _ := h.first(":method")
 	path, _ := h.first(":path")
 	authority, _ := h.first(":authority")
@@ -594,7 +623,7 @@ func (x *exchange) startUpstream(endStream bool) {
 			length = n
 		}
 	}
-	u := x.d.cfg.Upstream
+	u := rt.Upstream
 	req, err := http.NewRequestWithContext(ctx, method, u.Scheme+"://"+u.Host+path, body)
 	if err != nil {
 		x.d.st.upstreamFailures.Add(1)
@@ -1184,13 +1213,6 @@ func (x *exchange) handleBodyResponse(st *dirState, cr *extprocv3.CommonResponse
 		x.release(st)
 	}
 	return nil
-}
-
-func (x *exchange) clearRouteCache(st *dirState, cr *extprocv3.CommonResponse) {
-	if !st.response && cr.GetClearRouteCache() && cr.GetHeaderMutation() != nil {
-		// The driver has a single route; clearing its cache changes nothing.
-		x.d.st.clearRouteCache.Add(1)
-	}
 }
 
 func applyBodyMutation(m *extprocv3.BodyMutation, data []byte) []byte {

@@ -15,7 +15,8 @@ import (
 )
 
 // The files config/envoy's tests read from their working directory.
-var envoyExampleFiles = []string{"sidecar.yaml", "ingress.yaml", "envoy-gateway.yaml", "istio-envoyfilter.yaml"}
+var envoyExampleFiles = []string{"sidecar.yaml", "ingress.yaml", "envoy-gateway.yaml", "istio-envoyfilter.yaml",
+	"federation.yaml", "envoy-gateway-federation.yaml", "istio-federation.yaml"}
 
 // BuildEnvoyChecks compiles config/envoy's tests (package envoy_test of the
 // main module at repoRoot) into a test binary at out. Those tests read the
@@ -32,7 +33,7 @@ func BuildEnvoyChecks(ctx context.Context, repoRoot, out string) error {
 }
 
 // RunEnvoyChecks runs the compiled config/envoy checks in dir, which holds
-// the four example file names, some of them replaced by the chart's
+// the example files, some of them replaced by the chart's
 // renderings (EnvoyFiles). It returns the tests' output on failure.
 func RunEnvoyChecks(ctx context.Context, bin, dir string) error {
 	cmd := exec.CommandContext(ctx, bin, "-test.count=1")

@@ -52,6 +52,19 @@ with a message naming the value to set.
 */}}
 {{- define "mcpgate.check" -}}
 {{- $v := .Values -}}
+{{- $members := list -}}
+{{- range $v.sidecar.members -}}
+{{- if not (regexMatch "^[a-z0-9][a-z0-9_-]{0,62}$" (toString .name)) -}}
+{{- fail (printf "sidecar.members: name %q is not an mcpgate upstream name" (toString .name)) -}}
+{{- end -}}
+{{- if has .name $members -}}
+{{- fail (printf "sidecar.members: %q appears twice" .name) -}}
+{{- end -}}
+{{- $members = append $members .name -}}
+{{- if or (not .address) (not .port) -}}
+{{- fail (printf "sidecar.members: %q needs address and port" .name) -}}
+{{- end -}}
+{{- end -}}
 {{- if not (has $v.mode (list "standalone" "sidecar" "extproc")) -}}
 {{- fail (printf "mode %q: want standalone, sidecar or extproc" (toString $v.mode)) -}}
 {{- end -}}

@@ -1,0 +1,374 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpgate/mcpgate/config"
+	"github.com/mcpgate/mcpgate/internal/demo"
+	"github.com/mcpgate/mcpgate/internal/poll"
+	"github.com/mcpgate/mcpgate/policy"
+)
+
+// clashUpstream is a small Go SDK server whose tool find_customers has the
+// name of a demo tool: behind one federated route both are listed, each
+// under its member's prefix. It records what each request it got named.
+type clashUpstream struct {
+	srv *sdk.Server
+	url string
+	mu  sync.Mutex
+	got []clashRequest
+}
+
+type clashRequest struct {
+	MCPName, UpstreamHeader, Body string
+}
+
+func startClash(t *testing.T) *clashUpstream {
+	t.Helper()
+	u := &clashUpstream{}
+	u.srv = sdk.NewServer(&sdk.Implementation{Name: "clash", Version: "1"}, &sdk.ServerOptions{
+		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}, Prompts: &sdk.PromptCapabilities{}, Resources: &sdk.ResourceCapabilities{}},
+	})
+	for _, name := range []string{demo.ToolFindCustomers, "echo", "undeclared_thing"} {
+		u.srv.AddTool(&sdk.Tool{Name: name, Description: "clash " + name, InputSchema: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}}}`)},
+			func(_ context.Context, r *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "clash:" + r.Params.Name}}}, nil
+			})
+	}
+	u.srv.AddPrompt(&sdk.Prompt{Name: "greet", Description: "a greeting"}, func(context.Context, *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
+		return &sdk.GetPromptResult{Messages: []*sdk.PromptMessage{{Role: "user", Content: &sdk.TextContent{Text: "hello from clash"}}}}, nil
+	})
+	u.srv.AddResource(&sdk.Resource{URI: "file:///notes.txt", Name: "notes", MIMEType: "text/plain"},
+		func(context.Context, *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+			return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: "file:///notes.txt", MIMEType: "text/plain", Text: "clash notes"}}}, nil
+		})
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return u.srv }, &sdk.StreamableHTTPOptions{Stateless: true})
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(strings.NewReader(string(body)))
+		if r.Header.Get("Mcp-Method") != "" || strings.Contains(string(body), `"tools/call"`) {
+			u.mu.Lock()
+			u.got = append(u.got, clashRequest{r.Header.Get("Mcp-Name"), r.Header.Get("X-Mcpgate-Upstream"), string(body)})
+			u.mu.Unlock()
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(s.Close)
+	u.url = s.URL + "/mcp"
+	return u
+}
+
+func (u *clashUpstream) last() clashRequest {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if len(u.got) == 0 {
+		return clashRequest{}
+	}
+	return u.got[len(u.got)-1]
+}
+
+// startEverythingStateless builds and runs the Go SDK's conformance
+// everything-server, stateless (revision 2026-07-28 needs no session).
+func startEverythingStateless(t *testing.T) string {
+	t.Helper()
+	exe := filepath.Join(t.TempDir(), "everything-server")
+	build := exec.Command("go", "build", "-o", exe, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building everything-server: %v\n%s", err, out)
+	}
+	addr := freeAddr(t)
+	startProcess(t, exec.Command(exe, "-http", addr, "-stateless=true"), addr)
+	return "http://" + addr + "/mcp"
+}
+
+// fedEnv is a gateway with one virtual server "work" on /mcp: the demo
+// server (prefix bk), the conformance everything-server (ev), the clash
+// server (cl), and a member that is down (gone).
+type fedEnv struct {
+	proxy, admin string
+	clash        *clashUpstream
+	demo         *demo.Server
+}
+
+func startFederation(t *testing.T) *fedEnv {
+	t.Helper()
+	d := demo.New(demo.Options{})
+	up := httptest.NewServer(d.Handler())
+	t.Cleanup(up.Close)
+	clash := startClash(t)
+	every := startEverythingStateless(t)
+	down, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	downURL := "http://" + down.Addr().String() + "/mcp"
+	down.Close() // nothing listens there
+
+	cfg, err := config.Parse(config.Quickstart, "quickstart.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Listeners.Proxy.Address = "127.0.0.1:0"
+	cfg.Listeners.Admin.Address = "127.0.0.1:0"
+	cfg.Upstreams[0].URL = up.URL + "/mcp"
+	cfg.Upstreams[0].Route = "" // a member only
+	delete(cfg.Upstreams[0].Tools, demo.ToolCancelBooking)
+	read := policy.ToolDeclaration{Effect: policy.EffectRead}
+	cfg.Upstreams = append(cfg.Upstreams,
+		config.Upstream{Name: "everything", URL: every, Tools: map[string]policy.ToolDeclaration{"test_simple_text": read, "test_embedded_resource": read}},
+		config.Upstream{Name: "clash", URL: clash.url, Tools: map[string]policy.ToolDeclaration{demo.ToolFindCustomers: read, "echo": read}},
+		config.Upstream{Name: "gone", URL: downURL, Tools: map[string]policy.ToolDeclaration{"anything": read}},
+	)
+	cfg.Servers = []config.Server{{Name: "work", Route: "/mcp", Members: []config.Member{
+		{Upstream: "demo", Prefix: "bk"}, {Upstream: "everything", Prefix: "ev"}, {Upstream: "clash", Prefix: "cl"}, {Upstream: "gone", Prefix: "gone"},
+	}}}
+	cfg.Catalog.Refresh = config.DurationOf(config.MinCatalogRefresh) // the drift case waits for a listing
+	cfg.ApplyDefaults()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	a := startApp(t, cfg)
+	return &fedEnv{proxy: "http://" + a.ProxyAddr + "/mcp", admin: "http://" + a.AdminAddr, clash: clash, demo: d}
+}
+
+// rpc sends one 2026-07-28 request to the federated route and decodes the
+// JSON-RPC answer.
+func (e *fedEnv) rpc(t *testing.T, method, name, params string, extra ...string) (int, map[string]any) {
+	t.Helper()
+	if params == "" {
+		params = "{" + meta26 + "}"
+	}
+	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + params + `}`
+	h := toHeader(v26(method, name))
+	for i := 0; i+1 < len(extra); i += 2 {
+		h.Set(extra[i], extra[i+1])
+	}
+	resp, b := roundTrip(t, "POST", e.proxy, h, []byte(body))
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		// The answer is the stream's last data line.
+		for line := range strings.Lines(string(b)) {
+			if d, ok := strings.CutPrefix(line, "data: "); ok {
+				b = []byte(d)
+			}
+		}
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("%s: not JSON (%d): %s", method, resp.StatusCode, b)
+	}
+	return resp.StatusCode, m
+}
+
+func (e *fedEnv) callTool(t *testing.T, name, args string, extra ...string) (isError bool, text string) {
+	t.Helper()
+	_, m := e.rpc(t, "tools/call", name, `{"name":"`+name+`","arguments":`+args+`,`+meta26+`}`, extra...)
+	res, ok := m["result"].(map[string]any)
+	if !ok {
+		t.Fatalf("tools/call %s: no result: %v", name, m)
+	}
+	isError, _ = res["isError"].(bool)
+	for _, c := range res["content"].([]any) {
+		if s, ok := c.(map[string]any)["text"].(string); ok {
+			text += s
+		}
+	}
+	return isError, text
+}
+
+func (e *fedEnv) list(t *testing.T, method, kind, key string) []string {
+	t.Helper()
+	_, m := e.rpc(t, method, "", "")
+	res, ok := m["result"].(map[string]any)
+	if !ok {
+		t.Fatalf("%s: %v", method, m)
+	}
+	var names []string
+	for _, it := range res[kind].([]any) {
+		names = append(names, it.(map[string]any)[key].(string))
+	}
+	return names
+}
+
+// TestFederation: three real upstreams and one that is down behind one
+// route of the standalone proxy.
+func TestFederation(t *testing.T) {
+	e := startFederation(t)
+
+	tools := e.list(t, "tools/list", "tools", "name")
+	t.Run("tools/list", func(t *testing.T) {
+		want := []string{"bk_" + demo.ToolFindCustomers, "ev_test_simple_text", "ev_test_embedded_resource", "cl_" + demo.ToolFindCustomers, "cl_echo"}
+		for _, w := range want {
+			if !slices.Contains(tools, w) {
+				t.Errorf("tools/list lacks %s: %v", w, tools)
+			}
+		}
+		// Member order, each member's tools together.
+		last := -1
+		for _, prefix := range []string{"bk_", "ev_", "cl_"} {
+			for i, n := range tools {
+				if strings.HasPrefix(n, prefix) {
+					if i < last {
+						t.Errorf("%s listed after a later member's tool: %v", n, tools)
+					}
+					last = i
+				}
+			}
+		}
+		for _, n := range tools {
+			if strings.HasPrefix(n, "gone_") || n == "cl_undeclared_thing" || n == "bk_"+demo.ToolCancelBooking || n == "ev_test_image_content" {
+				t.Errorf("%s listed", n)
+			}
+		}
+	})
+
+	t.Run("call lands on the member under its own name", func(t *testing.T) {
+		isErr, text := e.callTool(t, "cl_"+demo.ToolFindCustomers, `{"q":"x"}`, "X-Mcpgate-Upstream", "demo")
+		if isErr || text != "clash:"+demo.ToolFindCustomers {
+			t.Fatalf("cl_find_customers: isError %v, %q", isErr, text)
+		}
+		got := e.clash.last()
+		if got.MCPName != demo.ToolFindCustomers || !strings.Contains(got.Body, `"name":"`+demo.ToolFindCustomers+`"`) {
+			t.Errorf("clash got Mcp-Name %q, body %s", got.MCPName, got.Body)
+		}
+		if got.UpstreamHeader != "" {
+			t.Errorf("the client's x-mcpgate-upstream reached the member: %q", got.UpstreamHeader)
+		}
+		isErr, text = e.callTool(t, "bk_"+demo.ToolFindCustomers, `{"query":"Ada"}`)
+		if isErr || !strings.Contains(text, "Ada Lovelace") {
+			t.Errorf("bk_find_customers: isError %v, %q", isErr, text)
+		}
+		isErr, text = e.callTool(t, "ev_test_simple_text", `{}`)
+		if isErr || text == "" {
+			t.Errorf("ev_test_simple_text: isError %v, %q", isErr, text)
+		}
+	})
+
+	t.Run("unknown names", func(t *testing.T) {
+		isErr, text := e.callTool(t, "cl_find_customer", `{}`)
+		if !isErr || !strings.Contains(text, `"cl_find_customers"`) {
+			t.Errorf("near miss: isError %v, %q (want the close match named)", isErr, text)
+		}
+		isErr, text = e.callTool(t, "zz_echo", `{}`)
+		if !isErr || !strings.Contains(text, `"cl_echo"`) {
+			t.Errorf("unknown prefix: isError %v, %q", isErr, text)
+		}
+		isErr, _ = e.callTool(t, demo.ToolFindCustomers, `{}`)
+		if !isErr {
+			t.Error("a name without prefix was called")
+		}
+	})
+
+	t.Run("hidden is refused, for every member", func(t *testing.T) {
+		for _, name := range []string{"cl_undeclared_thing", "bk_" + demo.ToolCancelBooking, "ev_test_image_content"} {
+			before := len(e.clash.got)
+			isErr, text := e.callTool(t, name, `{}`)
+			if !isErr {
+				t.Errorf("%s (not listed) was called: %q", name, text)
+			}
+			if len(e.clash.got) != before {
+				t.Errorf("%s reached an upstream", name)
+			}
+		}
+	})
+
+	t.Run("member down", func(t *testing.T) {
+		isErr, text := e.callTool(t, "gone_anything", `{}`)
+		if !isErr || !strings.Contains(text, "upstream_unavailable") {
+			t.Errorf("gone_anything: isError %v, %q", isErr, text)
+		}
+		resp, b := roundTrip(t, "GET", e.admin+"/readyz", nil, nil)
+		if resp.StatusCode != 200 || !strings.Contains(string(b), "server work: gone") {
+			t.Errorf("/readyz %d: %s", resp.StatusCode, b)
+		}
+		_, metrics := roundTrip(t, "GET", e.admin+"/metrics", nil, nil)
+		for _, w := range []string{`mcpgate_federation_members_ready{server="work",upstream="gone"} 0`, `mcpgate_federation_members_ready{server="work",upstream="clash"} 1`} {
+			if !strings.Contains(string(metrics), w) {
+				t.Errorf("metrics lack %s", w)
+			}
+		}
+	})
+
+	t.Run("prompts", func(t *testing.T) {
+		prompts := e.list(t, "prompts/list", "prompts", "name")
+		if !slices.Contains(prompts, "cl_greet") || !slices.Contains(prompts, "ev_test_simple_prompt") {
+			t.Fatalf("prompts/list: %v", prompts)
+		}
+		_, m := e.rpc(t, "prompts/get", "cl_greet", `{"name":"cl_greet",`+meta26+`}`)
+		if !strings.Contains(fmt.Sprint(m["result"]), "hello from clash") {
+			t.Errorf("prompts/get cl_greet: %v", m)
+		}
+		_, m = e.rpc(t, "prompts/get", "xx_greet", `{"name":"xx_greet",`+meta26+`}`)
+		if m["error"] == nil {
+			t.Errorf("prompts/get xx_greet: %v", m)
+		}
+	})
+
+	t.Run("resources", func(t *testing.T) {
+		uris := e.list(t, "resources/list", "resources", "uri")
+		if !slices.Contains(uris, "cl+file:///notes.txt") || !slices.ContainsFunc(uris, func(u string) bool { return strings.HasPrefix(u, "ev+test://") }) {
+			t.Fatalf("resources/list: %v", uris)
+		}
+		templates := e.list(t, "resources/templates/list", "resourceTemplates", "uriTemplate")
+		if len(templates) == 0 || !strings.HasPrefix(templates[0], "ev+") {
+			t.Errorf("resources/templates/list: %v", templates)
+		}
+		_, m := e.rpc(t, "resources/read", "cl+file:///notes.txt", `{"uri":"cl+file:///notes.txt",`+meta26+`}`)
+		if res := fmt.Sprint(m["result"]); !strings.Contains(res, "clash notes") || !strings.Contains(res, "uri:cl+file:///notes.txt") {
+			t.Errorf("resources/read: %v", m)
+		}
+		if got := e.clash.last(); got.MCPName != "file:///notes.txt" || !strings.Contains(got.Body, `"uri":"file:///notes.txt"`) {
+			t.Errorf("the member got Mcp-Name %q, body %s", got.MCPName, got.Body)
+		}
+		// An embedded resource in a member's tool result carries the
+		// member's prefix: a client can read it back through the route.
+		_, m = e.rpc(t, "tools/call", "ev_test_embedded_resource", `{"name":"ev_test_embedded_resource","arguments":{},`+meta26+`}`)
+		if res := fmt.Sprint(m["result"]); !strings.Contains(res, "uri:ev+") {
+			t.Errorf("embedded resource URI not exposed: %s", res)
+		}
+		_, m = e.rpc(t, "resources/read", "zz+file:///notes.txt", `{"uri":"zz+file:///notes.txt",`+meta26+`}`)
+		if m["error"] == nil {
+			t.Errorf("resources/read of no member: %v", m)
+		}
+	})
+
+	t.Run("server/discover", func(t *testing.T) {
+		_, m := e.rpc(t, "server/discover", "", "")
+		caps := fmt.Sprint(m["result"].(map[string]any)["capabilities"])
+		for _, w := range []string{"tools", "prompts", "resources"} {
+			if !strings.Contains(caps, w) {
+				t.Errorf("capabilities lack %s: %s", w, caps)
+			}
+		}
+	})
+
+	t.Run("a member's tools drift", func(t *testing.T) {
+		e.clash.srv.AddTool(&sdk.Tool{Name: "echo", Description: "changed", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "changed"}}}, nil
+			})
+		e.clash.srv.RemoveTools(demo.ToolFindCustomers)
+		poll.Until(t, 3*config.MinCatalogRefresh, "the catalog lists the clash member again", func() bool {
+			return !slices.Contains(e.list(t, "tools/list", "tools", "name"), "cl_"+demo.ToolFindCustomers)
+		})
+		if isErr, text := e.callTool(t, "cl_"+demo.ToolFindCustomers, `{}`); !isErr {
+			t.Errorf("a removed tool was called: %q", text)
+		}
+		if isErr, text := e.callTool(t, "bk_"+demo.ToolFindCustomers, `{"query":"Ada"}`); isErr {
+			t.Errorf("another member's tool failed: %q", text)
+		}
+	})
+}

@@ -1,0 +1,497 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/mcpgate/mcpgate/gateway/mcp"
+	"github.com/mcpgate/mcpgate/gateway/refusal"
+	"github.com/mcpgate/mcpgate/policy"
+)
+
+// Server is a federated route (Options.Servers): one route in front of
+// several member upstreams. Its route maps to Name (Request.Upstream);
+// the expose stage resolves each message to one member, and from there
+// on the exchange's upstream is that member.
+type Server struct {
+	Name    string
+	Members []Member // in listing order
+}
+
+// Member is one upstream of a Server and the prefix of its names.
+type Member struct {
+	Upstream string
+	// Prefix names the member: tools and prompts are exposed as
+	// <prefix>_<name>, resource URIs as <prefix>+<uri>. It holds neither
+	// separator.
+	Prefix string
+}
+
+// MemberLister gives what a federated route lists of its members besides
+// their tools (those come from the catalog): internal/app implements it
+// with the MCP SDK client and mcpgate's own identity, with a short cache.
+// Implementations must be safe for concurrent use.
+type MemberLister interface {
+	// Items returns the member's prompts, resources or resource templates
+	// (kind "prompts", "resources" or "resourceTemplates") as it lists
+	// them, in its order; an error when it cannot list them now.
+	Items(ctx context.Context, upstream, kind string) ([]jsontext.Value, error)
+	// Capabilities returns the server capabilities the member announced
+	// (initialize or server/discover), false while unknown.
+	Capabilities(ctx context.Context, upstream string) (jsontext.Value, bool)
+}
+
+// federate is the expose stage of a request on a federated route: the
+// name or URI the message carries resolves to one member (federation's
+// resolvers), the body gets the member's own name or URI, and the
+// exchange's upstream becomes the member. What no member answers alone
+// (lists, initialize, ping, notifications) stays with the server and is
+// answered by mcpgate (federationGate, federatedAnswer); a name that
+// resolves to nothing is refused once the caller is authenticated.
+func (p *Pipeline) federate(ctx context.Context, x *Exchange, f *federation) *Verdict {
+	x.fed = f
+	msg := x.msg
+	if msg == nil {
+		// An older revision's GET stream or DELETE: a federated route has
+		// no upstream session to relay (the MCP answer for "no stream").
+		l := local(405, nil)
+		l.Header = mcp.Header{"allow": {"POST, OPTIONS"}}
+		return x.answerAs(OutcomeInvalid, l)
+	}
+	if msg.Kind != mcp.KindRequest {
+		return nil
+	}
+	var upstream, original, key string
+	var ok bool
+	switch msg.Method {
+	case "tools/call":
+		upstream, original, ok = f.resolveTool(p.exposure, msg.Name)
+		key = "name"
+	case "prompts/get":
+		upstream, original, ok = f.resolvePrompt(msg.Name)
+		key = "name"
+	case "resources/read", "resources/subscribe", "resources/unsubscribe":
+		upstream, original, ok = f.resolveURI(msg.URI)
+		key = "uri"
+	default:
+		return nil
+	}
+	if ok && msg.Method == "tools/call" && p.opts.Catalog != nil {
+		// A name the member does not list is unknown on this route: the
+		// refusal names close matches across members.
+		if _, listed, loaded := p.opts.Catalog.Tool(upstream, original); loaded && !listed {
+			ok = false
+		}
+	}
+	if !ok {
+		x.fedUnknown = true
+		return nil
+	}
+	quoted, err := jsontext.AppendQuote(nil, original)
+	var params, body []byte
+	if err == nil {
+		body, params, err = withParam(x.body, key, quoted)
+	}
+	if err != nil {
+		p.log.LogAttrs(ctx, slog.LevelError, "the member's own name cannot be put into the request", slog.Any("error", err))
+		return x.answerAs(OutcomeError, local(500, mcp.ErrorResponse(msg.ID, &mcp.Error{Code: mcp.CodeInternalError, Message: "The gateway could not rewrite the request for its upstream."})))
+	}
+	if key == "name" {
+		x.exposedAs = msg.Name
+		msg.Name = original
+	} else {
+		msg.URI = original
+	}
+	msg.Params = params
+	x.body, x.bodyChanged = body, true
+	r := *x.req
+	r.Upstream = upstream
+	x.req, x.member = &r, upstream
+	return nil
+}
+
+// federationGate is the stage that answers, on a federated route and for
+// an authenticated caller, what reaches no member: a name or URI no member
+// resolves (a tool error naming close matches, or a JSON-RPC error), ping
+// and logging/setLevel (an empty result), notifications (202), and the
+// methods mcpgate does not federate (-32601). Lists, initialize and
+// server/discover go on through the policy to federatedAnswer.
+func (p *Pipeline) federationGate(ctx context.Context, x *Exchange) *Verdict {
+	if x.fed == nil || x.member != "" {
+		return nil
+	}
+	msg := x.msg
+	switch msg.Kind {
+	case mcp.KindNotification:
+		return x.answerAs(OutcomeLocal, local(202, nil))
+	case mcp.KindResponse:
+		return x.answerAs(OutcomeInvalid, local(400, mcp.ErrorResponse(jsonNull, &mcp.Error{Code: mcp.CodeInvalidRequest,
+			Message: "This federated endpoint sends no requests to clients; the response matches none."})))
+	}
+	switch {
+	case msg.Method == "tools/call":
+		x.outcome = OutcomeDeny
+		return x.answer(local(200, refusal.ToolError(msg.ID, []policy.Reason{p.unknownTool(ctx, x)}, "")))
+	case msg.Method == "prompts/get":
+		return x.answerAs(OutcomeInvalid, local(200, mcp.ErrorResponse(msg.ID, &mcp.Error{Code: mcp.CodeInvalidParams,
+			Message: "Unknown prompt " + quote(msg.Name) + ": prompt names start with a member's prefix and '_'; call prompts/list."})))
+	case strings.HasPrefix(msg.Method, "resources/") && x.fedUnknown:
+		return x.answerAs(OutcomeInvalid, local(200, mcp.ErrorResponse(msg.ID, &mcp.Error{Code: codeResourceNotFound,
+			Message: "Resource not found: " + quote(msg.URI) + " names no member (URIs start with a member's prefix and '+'); call resources/list."})))
+	case msg.Method == "ping" || msg.Method == "logging/setLevel":
+		return x.answerAs(OutcomeLocal, local(200, mcp.ResultResponse(msg.ID, []byte("{}"))))
+	case listKinds[msg.Method] != "" || msg.Method == mcp.MethodInitialize || msg.Method == mcp.MethodServerDiscover:
+		return nil
+	}
+	return x.answerAs(OutcomeInvalid, local(404, mcp.ErrorResponse(msg.ID, &mcp.Error{Code: mcp.CodeMethodNotFound,
+		Message: "Method " + quote(msg.Method) + " is not available on this federated endpoint."})))
+}
+
+// codeResourceNotFound is MCP's JSON-RPC error code for an unknown
+// resource URI.
+const codeResourceNotFound = -32002
+
+// unknownTool is the reason a tools/call naming no member's tool is
+// refused: the prefix is no member's, or the member has no such tool
+// (then mcpgate would not know which one to call). It names the visible
+// tools whose names are closest.
+func (p *Pipeline) unknownTool(ctx context.Context, x *Exchange) policy.Reason {
+	name := x.msg.Name
+	var names []string
+	for _, m := range x.fed.members {
+		tools, loaded := p.opts.Catalog.Tools(m.Upstream)
+		if !loaded {
+			continue
+		}
+		mx := x.forMember(m.Upstream)
+		// Asked as tools/list asks: what would the caller see listed.
+		mx.msg = &mcp.Message{Kind: mcp.KindRequest, Method: "tools/list"}
+		mx.input.Message = policy.Message{Kind: "request", Method: "tools/list", Client: x.input.Message.Client}
+		mx.input.Tool = nil
+		_, visible, _ := p.visibleTools(ctx, mx, tools)
+		for i := range tools {
+			if visible[tools[i].Name] && !p.exposure.shadowed(m.Upstream, tools[i].Name) {
+				names = append(names, exposedTool(m.Prefix, p.exposure.exposedName(m.Upstream, tools[i].Name)))
+			}
+		}
+	}
+	fix := "Call tools/list and use one of the tools it lists; names start with a member's prefix and '_'."
+	if close := closeNames(name, names, 3); len(close) > 0 {
+		fix = "Did you mean " + strings.Join(close, ", ") + "? " + fix
+	}
+	return policy.Reason{Code: policy.CodeToolNotDeclared, Cause: "Tool " + quote(name) + " is not available on this server.", Fix: fix, NextTool: "tools/list"}
+}
+
+// closeNames returns up to n names close to name: the same name after
+// the prefix, or a small edit distance, nearest first.
+func closeNames(name string, names []string, n int) []string {
+	_, suffix, _ := strings.Cut(name, string(federationSeparator))
+	type scored struct {
+		name string
+		d    int
+	}
+	var c []scored
+	for _, cand := range names {
+		_, cs, _ := strings.Cut(cand, string(federationSeparator))
+		d := editDistance(name, cand)
+		if suffix != "" && (cs == suffix || cs == name) || cs == name {
+			d = 0
+		}
+		if d <= max(2, len(name)/3) {
+			c = append(c, scored{cand, d})
+		}
+	}
+	slices.SortStableFunc(c, func(a, b scored) int { return a.d - b.d })
+	var out []string
+	for i := 0; i < len(c) && i < n; i++ {
+		out = append(out, quote(c[i].name))
+	}
+	return out
+}
+
+// editDistance is the Levenshtein distance of a and b (bytes).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// memberPrefix is the prefix of the member the exchange resolved to, ""
+// off a federated route.
+func (x *Exchange) memberPrefix() string {
+	if x.fed == nil {
+		return ""
+	}
+	return x.fed.prefixOf(x.member)
+}
+
+// forMember is an exchange for x's caller as seen by member upstream: the
+// policy's per-member questions (which tools, prompts, resources are
+// visible) are asked with it.
+func (x *Exchange) forMember(upstream string) *Exchange {
+	r := *x.req
+	r.Upstream = upstream
+	mx := &Exchange{ctx: x.ctx, p: x.p, req: &r, msg: x.msg, version: x.version, label: x.label, listKind: listKinds[x.msg.Method]}
+	mx.input = x.input
+	mx.input.Transport.Upstream = upstream
+	return mx
+}
+
+// federatedAnswer is the stage that answers an allowed list, initialize or
+// server/discover on a federated route: the members' items under their
+// prefixes, one page in member order (tools/list: listAnswer), and the
+// members' merged capabilities.
+func (p *Pipeline) federatedAnswer(ctx context.Context, x *Exchange) *Verdict {
+	if x.fed == nil || x.member != "" {
+		return nil
+	}
+	switch m := x.msg.Method; {
+	case m == mcp.MethodInitialize || m == mcp.MethodServerDiscover:
+		return x.answer(p.federatedDiscover(ctx, x))
+	case listKinds[m] != "":
+		return x.answer(p.federatedList(ctx, x, listKinds[m]))
+	}
+	return nil
+}
+
+// federatedList answers prompts/list, resources/list or
+// resources/templates/list: each member's items (MemberLister), filtered
+// by the policy as the member's own list would be, renamed with the
+// member's prefix. A member that cannot be listed now is left out (its
+// names answer upstream_unavailable until it is back).
+func (p *Pipeline) federatedList(ctx context.Context, x *Exchange, kind string) *Local {
+	if _, has, _ := member(x.msg.Params, "cursor"); has {
+		x.outcome = OutcomeInvalid
+		return local(200, mcp.ErrorResponse(x.msg.ID, &mcp.Error{Code: mcp.CodeInvalidParams,
+			Message: "Invalid cursor: this server lists everything on one page; call " + x.msg.Method + " without a cursor."}))
+	}
+	key := "name"
+	if kind == "resources" {
+		key = "uri"
+	} else if kind == "resourceTemplates" {
+		key = "uriTemplate"
+	}
+	var all []jsontext.Value
+	for _, m := range x.fed.members {
+		if p.opts.Members == nil {
+			break
+		}
+		items, err := p.opts.Members.Items(ctx, m.Upstream, kind)
+		if err != nil {
+			p.log.LogAttrs(ctx, slog.LevelDebug, "a member's list is left out", slog.String("upstream", m.Upstream), slog.String("list", kind), slog.Any("error", err))
+			continue
+		}
+		mx := x.forMember(m.Upstream)
+		kept, err := mx.visibleItems(ctx, kind, items)
+		if err != nil {
+			p.log.LogAttrs(ctx, slog.LevelWarn, "a member's list cannot be filtered; left out", slog.String("upstream", m.Upstream), slog.Any("error", err))
+			continue
+		}
+		for _, it := range kept {
+			var own string
+			if v, ok, _ := member(it, key); ok && json.Unmarshal(v, &own) == nil {
+				exposed := exposedTool(m.Prefix, own)
+				if key != "name" {
+					exposed = exposedURI(m.Prefix, own)
+				}
+				q, _ := jsontext.AppendQuote(nil, exposed)
+				if renamed, err := withMember(it, key, q); err == nil {
+					all = append(all, renamed)
+				}
+			}
+		}
+	}
+	var out bytes.Buffer
+	enc := jsontext.NewEncoder(&out)
+	_ = enc.WriteToken(jsontext.BeginObject)
+	_ = enc.WriteToken(jsontext.String(kind))
+	_ = enc.WriteToken(jsontext.BeginArray)
+	for _, it := range all {
+		_ = enc.WriteValue(it)
+	}
+	_ = enc.WriteToken(jsontext.EndArray)
+	if x.version >= mcp.Version20260728 {
+		_ = enc.WriteToken(jsontext.String("cacheScope"))
+		_ = enc.WriteToken(jsontext.String("private"))
+	}
+	_ = enc.WriteToken(jsontext.EndObject)
+	x.fromCatalog = true // answered for the members: counted as allowed
+	body := mcp.ResultResponse(x.msg.ID, bytes.TrimSuffix(out.Bytes(), []byte("\n")))
+	if x.version >= mcp.Version20260728 {
+		body = withResultType(body)
+	}
+	return local(200, body)
+}
+
+// visibleItems are the items of a member's list the policy shows x's
+// caller (filterList, as for the member's own list).
+func (x *Exchange) visibleItems(ctx context.Context, kind string, items []jsontext.Value) ([]jsontext.Value, error) {
+	var b bytes.Buffer
+	enc := jsontext.NewEncoder(&b)
+	_ = enc.WriteToken(jsontext.BeginObject)
+	_ = enc.WriteToken(jsontext.String(kind))
+	_ = enc.WriteToken(jsontext.BeginArray)
+	for _, it := range items {
+		if err := enc.WriteValue(it); err != nil {
+			return nil, err
+		}
+	}
+	_ = enc.WriteToken(jsontext.EndArray)
+	_ = enc.WriteToken(jsontext.EndObject)
+	filtered, err := x.filterList(ctx, b.Bytes())
+	if err != nil || filtered == nil {
+		return items, err
+	}
+	var kept struct {
+		Items []jsontext.Value `json:"-"`
+	}
+	v, _, err := member(filtered, kind)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(v, &kept.Items); err != nil {
+		return nil, err
+	}
+	return kept.Items, nil
+}
+
+// federatedDiscover answers initialize (older revisions) or
+// server/discover (2026-07-28) on a federated route: mcpgate speaks for
+// the server, with the union of its members' capabilities.
+func (p *Pipeline) federatedDiscover(ctx context.Context, x *Exchange) *Local {
+	caps := map[string]map[string]any{"tools": {}}
+	for _, m := range x.fed.members {
+		if p.opts.Members == nil {
+			break
+		}
+		raw, ok := p.opts.Members.Capabilities(ctx, m.Upstream)
+		if !ok {
+			continue
+		}
+		var c map[string]any
+		if json.Unmarshal(raw, &c) != nil {
+			continue
+		}
+		for _, k := range []string{"prompts", "resources", "logging"} {
+			v, has := c[k]
+			if !has {
+				continue
+			}
+			dst := caps[k]
+			if dst == nil {
+				dst = map[string]any{}
+				caps[k] = dst
+			}
+			if obj, ok := v.(map[string]any); ok {
+				// listChanged is not relayed from members; subscribe is.
+				if b, _ := obj["subscribe"].(bool); b {
+					dst["subscribe"] = true
+				}
+			}
+		}
+	}
+	result := map[string]any{"capabilities": caps}
+	info := map[string]any{"name": x.fed.name, "title": "mcpgate federated server " + x.fed.name, "version": "1"}
+	if x.msg.Method == mcp.MethodInitialize {
+		v := x.msg.InitializeVersion
+		if !mcp.IsSupportedVersion(v) || v >= mcp.Version20260728 {
+			v = mcp.Version20251125
+		}
+		result["protocolVersion"] = v
+		result["serverInfo"] = info
+	} else {
+		result["supportedVersions"] = mcp.SupportedVersions
+		result["serverInfo"] = info
+	}
+	body, err := json.Marshal(result, json.Deterministic(true))
+	if err != nil {
+		return local(500, mcp.ErrorResponse(x.msg.ID, &mcp.Error{Code: mcp.CodeInternalError, Message: "The gateway could not describe this server."}))
+	}
+	return local(200, mcp.ResultResponse(x.msg.ID, body))
+}
+
+// memberUnavailable answers a call whose member has not been listed yet
+// or is down: a tool error (JSON-RPC error for other methods) with code
+// upstream_unavailable; the other members keep answering.
+func memberUnavailable(x *Exchange) *Local {
+	reason := policy.Reason{Code: "upstream_unavailable",
+		Cause: "The server behind prefix " + quote(x.fed.prefixOf(x.member)) + " is not available right now.",
+		Fix:   "Retry in a few seconds; the other tools of this endpoint keep working."}
+	if x.msg.Method == "tools/call" {
+		return local(200, refusal.ToolError(x.msg.ID, []policy.Reason{reason}, ""))
+	}
+	return local(200, refusal.RPCError(x.msg.ID, []policy.Reason{reason}, ""))
+}
+
+// exposeResultURIs rewrites the URIs of the resource links, embedded
+// resources and resource contents in a member's result to their exposed
+// form (<prefix>+<uri>); nil when the result carries none.
+func (x *Exchange) exposeResultURIs(result []byte) ([]byte, error) {
+	prefix := x.memberPrefix()
+	var werr error
+	out, _, err := mapResourceItems(result, func(item jsontext.Value, uri string) (jsontext.Value, bool) {
+		q, err := jsontext.AppendQuote(nil, exposedURI(prefix, uri))
+		if err != nil {
+			werr = err
+			return nil, false
+		}
+		if r, ok, _ := member(item, "resource"); ok && r.Kind() == '{' {
+			nr, err := withMember(r, "uri", q)
+			if err == nil {
+				var ni []byte
+				ni, err = withMember(item, "resource", nr)
+				if err == nil {
+					return ni, false
+				}
+			}
+			werr = err
+			return nil, false
+		}
+		ni, err := withMember(item, "uri", q)
+		if err != nil {
+			werr = err
+			return nil, false
+		}
+		return ni, false
+	})
+	return out, errors.Join(err, werr)
+}
+
+// exposeParamURI returns params with its uri member exposed
+// (<prefix>+<uri>), nil when it has none.
+func (x *Exchange) exposeParamURI(params []byte) ([]byte, error) {
+	v, ok, err := member(params, "uri")
+	if err != nil || !ok || v.Kind() != '"' {
+		return nil, err
+	}
+	var uri string
+	if err := json.Unmarshal(v, &uri); err != nil {
+		return nil, err
+	}
+	q, err := jsontext.AppendQuote(nil, exposedURI(x.memberPrefix(), uri))
+	if err != nil {
+		return nil, err
+	}
+	return withMember(params, "uri", q)
+}

@@ -1,0 +1,186 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/go-json-experiment/json"
+
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/gatewaytest"
+	"github.com/mcpgate/mcpgate/gateway/mcp"
+	"github.com/mcpgate/mcpgate/policy"
+)
+
+// memberCatalog is a fixed catalog of several upstreams; an upstream it
+// does not hold has not been listed.
+type memberCatalog map[string][]gateway.CatalogTool
+
+func (c memberCatalog) Tools(upstream string) ([]gateway.CatalogTool, bool) {
+	t, ok := c[upstream]
+	return t, ok
+}
+
+func (c memberCatalog) Tool(upstream, name string) (gateway.CatalogTool, bool, bool) {
+	tools, ok := c[upstream]
+	for _, t := range tools {
+		if t.Name == name {
+			return t, true, true
+		}
+	}
+	return gateway.CatalogTool{}, false, ok
+}
+
+// federatedPipeline fronts members upstreams named m0, m1, ... with
+// prefixes p0, p1, ... on server "work", each with tools get_status (as
+// exchangeCatalog) and t1 … tN-1, all declared reads.
+func federatedPipeline(tb testing.TB, members, tools int) *gateway.Pipeline {
+	cat := memberCatalog{}
+	decls := map[string]map[string]policy.ToolDeclaration{}
+	srv := gateway.Server{Name: "work"}
+	base := exchangeCatalog().tools[0]
+	for i := range members {
+		up := fmt.Sprintf("m%d", i)
+		decls[up] = map[string]policy.ToolDeclaration{"get_status": exchangeDecls["demo"]["get_status"]}
+		list := []gateway.CatalogTool{base}
+		for j := 1; j < tools; j++ {
+			t := base
+			t.Name, t.Hash = fmt.Sprintf("t%d", j), fmt.Sprintf("sha256:%d", j)
+			list = append(list, t)
+			decls[up][t.Name] = policy.ToolDeclaration{Effect: policy.EffectRead, Rights: []string{"status:read"}}
+		}
+		cat[up] = list
+		srv.Members = append(srv.Members, gateway.Member{Upstream: up, Prefix: fmt.Sprintf("p%d", i)})
+	}
+	opts := exchangeOpts(cat, nil)
+	return gatewaytest.New(tb, append(opts, gatewaytest.WithDecls(decls), gatewaytest.With(gateway.Options{Servers: []gateway.Server{srv}}))...)
+}
+
+func federatedRequest(method, name string, body []byte) *gateway.Request {
+	r := exchangeRequest("good-status:read", body)
+	r.Upstream = "work"
+	r.Header.Set("mcp-method", method)
+	if name == "" {
+		delete(r.Header, "mcp-name")
+	} else {
+		r.Header.Set("mcp-name", name)
+	}
+	return r
+}
+
+func TestFederatedPipeline(t *testing.T) {
+	p := federatedPipeline(t, 2, 2)
+	ctx := context.Background()
+
+	t.Run("tools/list", func(t *testing.T) {
+		_, v := p.HandleRequest(ctx, federatedRequest("tools/list", "", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+meta26+`}}`)))
+		var res struct {
+			Result struct {
+				Tools []struct {
+					Name  string `json:"name"`
+					Title string `json:"title"`
+				} `json:"tools"`
+			} `json:"result"`
+		}
+		if v.Local == nil || json.Unmarshal(v.Local.Body, &res) != nil {
+			t.Fatalf("%+v", v)
+		}
+		var names []string
+		for _, tl := range res.Result.Tools {
+			names = append(names, tl.Name)
+			if strings.Contains(tl.Title, "P0") || strings.Contains(tl.Title, "P1") {
+				t.Errorf("title %q shows the prefix", tl.Title)
+			}
+		}
+		if want := []string{"p0_get_status", "p0_t1", "p1_get_status", "p1_t1"}; !slices.Equal(names, want) {
+			t.Errorf("tools/list = %v, want %v", names, want)
+		}
+	})
+
+	t.Run("tools/call", func(t *testing.T) {
+		body := strings.Replace(exchangeCall, `"name":"get_status"`, `"name":"p1_get_status"`, 1)
+		r := federatedRequest("tools/call", "p1_get_status", []byte(body))
+		r.Header.Set(gateway.UpstreamHeader, "m0")
+		x, v := p.HandleRequest(ctx, r)
+		defer x.Finish()
+		if v.Local != nil {
+			t.Fatalf("refused: %s", v.Local.Body)
+		}
+		if v.Upstream != "m1" {
+			t.Errorf("Verdict.Upstream = %q, want m1", v.Upstream)
+		}
+		if !v.BodyChanged || !bytes.Contains(v.Body, []byte(`"name":"get_status"`)) || bytes.Contains(v.Body, []byte("p1_")) {
+			t.Errorf("body %s", v.Body)
+		}
+		if got := v.SetHeader.Get(mcp.HeaderName); got != "get_status" {
+			t.Errorf("Mcp-Name set to %q", got)
+		}
+		if !slices.Contains(v.RemoveHeader, gateway.UpstreamHeader) {
+			t.Errorf("the client's %s is not removed: %q", gateway.UpstreamHeader, v.RemoveHeader)
+		}
+		if x.Decision() == nil || !x.Decision().Allow {
+			t.Errorf("decision %+v", x.Decision())
+		}
+	})
+
+	for _, tc := range []struct{ name, suggests string }{
+		{"p2_get_status", "p0_get_status"}, {"get_status", "p1_get_status"}, {"p1_nothing", ""}, {"p1", ""},
+	} {
+		t.Run("unknown "+tc.name, func(t *testing.T) {
+			body := strings.Replace(exchangeCall, `"name":"get_status"`, `"name":"`+tc.name+`"`, 1)
+			_, v := p.HandleRequest(ctx, federatedRequest("tools/call", tc.name, []byte(body)))
+			if v.Local == nil || !bytes.Contains(v.Local.Body, []byte(`"isError":true`)) || !bytes.Contains(v.Local.Body, []byte(tc.suggests)) {
+				t.Fatalf("%s: %s", tc.name, v.Local.Body)
+			}
+			if tc.suggests != "" && !bytes.Contains(v.Local.Body, []byte("Did you mean")) {
+				t.Errorf("%s: no close match named: %s", tc.name, v.Local.Body)
+			}
+		})
+	}
+}
+
+const meta26 = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+
+// BenchmarkFederatedToolsCallExchange is BenchmarkToolsCallExchange on a
+// federated route of five members: the difference is what resolving the
+// member (and rewriting the name in the body) costs per call.
+func BenchmarkFederatedToolsCallExchange(b *testing.B) {
+	p := federatedPipeline(b, 5, 1)
+	body := []byte(strings.Replace(exchangeCall, `"name":"get_status"`, `"name":"p3_get_status"`, 1))
+	answer := []byte(exchangeAnswer)
+	ctx := context.Background()
+	respHeader := mcp.Header{"content-type": {"application/json"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		x, v := p.HandleRequest(ctx, federatedRequest("tools/call", "p3_get_status", body))
+		if v.Local != nil || v.Upstream != "m3" {
+			b.Fatalf("refused: %+v", v)
+		}
+		if _, err := x.ResponseHeaders(200, respHeader); err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := x.ResponseBody(ctx, answer); err != nil {
+			b.Fatal(err)
+		}
+		x.Finish()
+	}
+}
+
+// BenchmarkFederatedToolsList is tools/list of a federated route with 5
+// members of 50 tools each, answered from the catalog.
+func BenchmarkFederatedToolsList(b *testing.B) {
+	p := federatedPipeline(b, 5, 50)
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + meta26 + `}}`)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		_, v := p.HandleRequest(ctx, federatedRequest("tools/list", "", body))
+		if v.Local == nil || !bytes.Contains(v.Local.Body, []byte("p4_t49")) {
+			b.Fatalf("%+v", v.Local)
+		}
+	}
+}
