@@ -147,7 +147,7 @@ func (c *Config) validateUpstreams(p *problems) {
 	for i, u := range c.Upstreams {
 		at := indexPath("upstreams", i)
 		checkUniqueName(p, at+".name", "upstreams", u.Name, i, upstreamNamePattern, "1 to 63 characters of a-z, 0-9, _ and -, starting with a letter or digit", names)
-		checkUpstreamURL(p, at+".url", u.URL)
+		c.checkUpstreamTarget(p, at, u) // command.go
 		pattern, routeOK := checkRoute(p, at+".route", u.Route)
 		switch {
 		case !routeOK:
