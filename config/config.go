@@ -213,7 +213,7 @@ type Upstream struct {
 	// `http://crm.internal/tenants/{tenant}/mcp`. See [routes with a
 	// tenant](#routes-with-a-tenant).
 	//
-	// Required unless `command` is set (exactly one of the two).
+	// Required unless `command` is set; exactly one of `url` and `command`.
 	URL string `yaml:"url"`
 	// A local MCP server that speaks the stdio transport: mcpgate starts
 	// it, keeps it running and serves it to the pipeline as an HTTP

@@ -314,9 +314,9 @@ type child struct {
 	version    string
 
 	// Guarded by b.mu.
-	calls      map[string]*call      // bridge id → call
-	tokens     map[string]*call      // bridge progress token → call
-	serverReqs map[string]serverReq  // bridge id of a request of the child → its own id
+	calls      map[string]*call     // bridge id → call
+	tokens     map[string]*call     // bridge progress token → call
+	serverReqs map[string]serverReq // bridge id of a request of the child → its own id
 }
 
 type serverReq struct {
