@@ -25,7 +25,9 @@ import (
 // secret; a request without it never reaches the child.
 const SecretHeader = "mcpgate-stdio-secret"
 
-// Path is the path of the bridge's MCP endpoint.
+// Path is the path of the bridge's MCP endpoint in URL. The bridge serves
+// one child and answers on every path: under Envoy the request keeps the
+// path of the route.
 const Path = "/mcp"
 
 // childVersion is the revision the bridge offers the child in initialize:

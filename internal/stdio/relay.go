@@ -61,10 +61,6 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "forbidden", http.StatusForbidden)
 		return
 	}
-	if r.URL.Path != Path {
-		http.NotFound(w, r)
-		return
-	}
 	switch r.Method {
 	case http.MethodPost:
 	case http.MethodGet:

@@ -111,7 +111,7 @@ func main() {
 		func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("a", 2<<20)}}}, nil, nil
 		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "record", Description: "Records a note (a write), then crashes if the note is \"crash\"."},
+	mcp.AddTool(srv, &mcp.Tool{Name: "record", Description: "Records a note (a write), then exits if the note starts with \"crash\"."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in recordIn) (*mcp.CallToolResult, textOut, error) {
 			if *records != "" {
 				f, err := os.OpenFile(*records, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
@@ -121,7 +121,7 @@ func main() {
 				fmt.Fprintln(f, in.Note)
 				f.Close()
 			}
-			if in.Note == "crash" {
+			if strings.HasPrefix(in.Note, "crash") {
 				os.Exit(3)
 			}
 			return nil, textOut{Text: "recorded"}, nil
