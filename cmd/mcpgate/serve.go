@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/config"
-	"github.com/mcpgate/mcpgate/internal/stdio"
 	"github.com/mcpgate/mcpgate/internal/app"
+	"github.com/mcpgate/mcpgate/internal/stdio"
 	"github.com/mcpgate/mcpgate/policy"
 )
 
