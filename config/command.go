@@ -101,7 +101,7 @@ func (c *Command) LogValue() slog.Value {
 // Env, then EnvFiles read now. An env file that cannot be read is an
 // error naming the variable and the file, never its content.
 func (c *Command) Environ(getenv func(string) string) ([]string, error) {
-	var env []string
+	env := []string{}
 	for _, k := range CommandBaseEnv {
 		if v := getenv(k); v != "" {
 			env = append(env, k+"="+v)

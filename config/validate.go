@@ -320,7 +320,7 @@ func declarationProblem(toolPath, msg string) (path, rest string) {
 
 func checkUpstreamURL(p *problems, path, raw string) {
 	if raw == "" {
-		p.add(path, "required (the upstream MCP endpoint, e.g. \"http://127.0.0.1:3000/mcp\")")
+		p.add(path, "required (the upstream MCP endpoint, e.g. \"http://127.0.0.1:3000/mcp\"), unless the upstream is a stdio server (command)")
 		return
 	}
 	u, err := url.Parse(raw)

@@ -78,9 +78,9 @@ func (bs *Bridges) Header(upstream string) http.Header {
 	return http.Header{http.CanonicalHeaderKey(stdio.SecretHeader): {bs.by[upstream].Secret()}}
 }
 
-// WaitReady waits until every child answered initialize or its
-// start_timeout passed; the upstreams not ready by then are named in the
-// error (they keep being restarted).
+// WaitReady waits until the first run of every child answered
+// initialize or failed to (within its start_timeout); the upstreams not
+// ready then are named in the error (they keep being restarted).
 func (bs *Bridges) WaitReady(ctx context.Context, cfg *config.Config) error {
 	if bs == nil {
 		return nil
@@ -96,11 +96,13 @@ func (bs *Bridges) WaitReady(ctx context.Context, cfg *config.Config) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ctx, cancel := context.WithTimeout(ctx, u.Command.StartTimeout.D())
-			defer cancel()
-			if err := b.WaitReady(ctx); err != nil {
+			select {
+			case <-b.Tried():
+			case <-ctx.Done():
+			}
+			if ok, why := b.Ready(); !ok {
 				mu.Lock()
-				errs = append(errs, err)
+				errs = append(errs, fmt.Errorf("stdio upstream %q: %s", u.Name, why))
 				mu.Unlock()
 			}
 		}()

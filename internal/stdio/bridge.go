@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -92,6 +91,11 @@ type Bridge struct {
 	notReady  string // why the bridge is not ready ("" when ready)
 	listeners map[*listener]struct{}
 
+	// tried is closed when the first run of the child became ready or
+	// failed (Tried).
+	tried     chan struct{}
+	triedOnce sync.Once
+
 	stop chan struct{}
 	done chan struct{}
 }
@@ -120,7 +124,7 @@ func Start(o Options) (*Bridge, error) {
 		o: o, log: o.Logger.With(slog.String("upstream", o.Upstream)), m: o.Metrics.of(o.Upstream),
 		secret: hex.EncodeToString(raw[:]), url: "http://" + ln.Addr().String() + Path,
 		notReady: "the stdio server is starting", listeners: map[*listener]struct{}{},
-		stop: make(chan struct{}), done: make(chan struct{}),
+		tried: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	b.srv = &http.Server{Handler: b, ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(b.log.Handler(), slog.LevelWarn)}
@@ -159,6 +163,13 @@ func (b *Bridge) WaitReady(ctx context.Context) error {
 		}
 	}
 }
+
+// Tried is closed once the first run of the child has answered
+// initialize or failed to (exited, timed out, could not start); Ready then
+// tells which.
+func (b *Bridge) Tried() <-chan struct{} { return b.tried }
+
+func (b *Bridge) markTried() { b.triedOnce.Do(func() { close(b.tried) }) }
 
 // PID is the process id of the running child, 0 when none runs.
 func (b *Bridge) PID() int {
@@ -225,7 +236,11 @@ func (b *Bridge) supervise() {
 // runOnce starts the child, initializes it and serves it until it exits
 // or the bridge stops; it returns how long the child was ready.
 func (b *Bridge) runOnce(gen int) time.Duration {
+	defer b.markTried()
 	env, err := b.o.Environ()
+	if env == nil {
+		env = []string{} // never mcpgate's own environment (exec's default for nil)
+	}
 	if err != nil {
 		b.setNotReady("the stdio server's environment cannot be built: " + err.Error())
 		b.log.Error("stdio server not started", slog.Any("error", err))
@@ -257,6 +272,7 @@ func (b *Bridge) runOnce(gen int) time.Duration {
 		b.mu.Unlock()
 		b.log.Info("stdio server ready", slog.String("protocol_version", c.version), slog.Duration("after", readyAt.Sub(started)))
 	}
+	b.markTried()
 	stopping := false
 	select {
 	case <-p.exited:
@@ -370,6 +386,8 @@ func (c *child) initialize(timeout time.Duration) error {
 		return fmt.Errorf("the stdio server exited before answering initialize (%s)", c.p.exitReason())
 	case <-c.failed:
 		return errors.New("the stdio server's standard input closed before it answered initialize")
+	case <-c.b.stop:
+		return errors.New("mcpgate is shutting down")
 	case <-t.C:
 		return fmt.Errorf("the stdio server did not answer initialize within %s", timeout)
 	}
@@ -411,40 +429,39 @@ func (c *child) send(ctx context.Context, line []byte) bool {
 	return false
 }
 
-// readLoop reads the child's messages, one per line, until EOF.
+// readLoop reads the child's messages, one per line, until EOF. A line
+// longer than MaxMessageBytes is read to its end and dropped (overlong).
 func (c *child) readLoop() {
 	defer close(c.readDone)
 	br := bufio.NewReaderSize(c.p.stdout, 64<<10)
-	max := c.b.o.MaxMessageBytes
+	limit := c.b.o.MaxMessageBytes
 	var line []byte
 	for {
 		chunk, err := br.ReadSlice('\n')
-		if len(line)+len(chunk) > max {
+		more := errors.Is(err, bufio.ErrBufferFull) // the line goes on
+		switch {
+		case len(line)+len(chunk) > limit:
 			c.overlong(append(line, chunk...))
-			line = line[:0]
-			for errors.Is(err, bufio.ErrBufferFull) {
+			for more {
 				_, err = br.ReadSlice('\n')
+				more = errors.Is(err, bufio.ErrBufferFull)
 			}
-		} else {
+			line = nil
+		case more:
 			line = append(line, chunk...)
-			if errors.Is(err, bufio.ErrBufferFull) {
-				continue
-			}
+			continue
+		default:
+			line = append(line, chunk...)
 			if msg := bytes.TrimSpace(line); len(msg) > 0 {
 				c.dispatch(bytes.Clone(msg))
 			}
 			line = line[:0]
+			if cap(line) > 1<<20 {
+				line = nil
+			}
 		}
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
-				c.b.log.Debug("stdio server's standard output closed", slog.Any("error", err))
-			}
-			if !errors.Is(err, bufio.ErrBufferFull) {
-				return
-			}
-		}
-		if cap(line) > 1<<20 {
-			line = nil
+			return // EOF: the child and its group closed standard output
 		}
 	}
 }

@@ -77,7 +77,7 @@ func value(msg []byte, path ...string) []byte {
 // white space between tokens (never inside strings), made spaces: the
 // stdio transport delimits messages by newlines.
 func oneLine(msg []byte) []byte {
-	if bytes.IndexAny(msg, "\r\n") < 0 {
+	if !bytes.ContainsAny(msg, "\r\n") {
 		return msg
 	}
 	out := bytes.Clone(msg)

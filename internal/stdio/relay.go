@@ -320,10 +320,9 @@ func (c *child) dispatch(msg []byte) {
 	switch m.Kind {
 	case mcp.KindResponse:
 		if string(m.ID) == "0" {
-			if m.Result != nil {
-				c.initResult <- bytes.Clone(m.Result)
-			} else {
-				c.initResult <- nil
+			select {
+			case c.initResult <- m.Result: // nil for an error
+			default: // a second answer to initialize
 			}
 			return
 		}
@@ -399,9 +398,10 @@ var listChanged = map[string]string{
 }
 
 // notification relays a notification of the child: progress to the call
-// whose token it names (restored); a changed list to every notification
-// stream; anything else to the one call in flight, or, with none or
-// several, to the older revisions' GET streams.
+// whose token it names (restored); a log message to the one call in
+// flight; everything else (changed lists, updated resources), and a log
+// message with no call or several in flight, to the open notification
+// streams.
 func (c *child) notification(msg []byte, m *mcp.Message) {
 	b := c.b
 	if m.Method == "notifications/progress" {
@@ -417,7 +417,7 @@ func (c *child) notification(msg []byte, m *mcp.Message) {
 		}
 		return
 	}
-	if _, ok := listChanged[m.Method]; !ok {
+	if m.Method == "notifications/message" {
 		b.mu.Lock()
 		var only *call
 		if len(c.calls) == 1 {
