@@ -171,6 +171,8 @@ function compare(mode, directFile, gatewayFile) {
 const MODES = {
   A: { requirements: '2026-07-28', upstream: 'everything-server -stateless=true' },
   B: { requirements: '2025-11-25', upstream: 'everything-server -stateless=false' },
+  'A/stdio': { requirements: '2026-07-28', upstream: 'everything-server over stdio (mcpgate starts it)' },
+  'B/stdio': { requirements: '2025-11-25', upstream: 'everything-server over stdio (mcpgate starts it)' },
 };
 
 function frac(c) {

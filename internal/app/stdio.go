@@ -78,6 +78,30 @@ func (bs *Bridges) Header(upstream string) http.Header {
 	return http.Header{http.CanonicalHeaderKey(stdio.SecretHeader): {bs.by[upstream].Secret()}}
 }
 
+// WithHeader returns next (the header fields of a listing of upstream,
+// nil for none) with the bridge's secret added when upstream is a stdio
+// upstream.
+func (bs *Bridges) WithHeader(upstream string, next func(context.Context) (http.Header, error)) func(context.Context) (http.Header, error) {
+	secret := bs.Header(upstream)
+	if secret == nil {
+		return next
+	}
+	return func(ctx context.Context) (http.Header, error) {
+		h := http.Header{}
+		if next != nil {
+			var err error
+			if h, err = next(ctx); err != nil {
+				return nil, err
+			}
+			h = h.Clone()
+		}
+		for k, v := range secret {
+			h[k] = v
+		}
+		return h, nil
+	}
+}
+
 // WaitReady waits until the first run of every child answered
 // initialize or failed to (within its start_timeout); the upstreams not
 // ready then are named in the error (they keep being restarted).

@@ -218,7 +218,7 @@ func TestBridgeRelaysProgressAndElicitation(t *testing.T) {
 	})
 	res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{}})
 	if err != nil || text(t, res) != `{"text":"accept: Ada"}` {
-		t.Fatalf("ask: %v %+v", err, res)
+		t.Fatalf("ask: %v %+v %s", err, res, text(t, res))
 	}
 }
 

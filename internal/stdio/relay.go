@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/mcpgate/mcpgate/gateway/mcp"
@@ -195,7 +196,11 @@ func (b *Bridge) relayRequest(w http.ResponseWriter, r *http.Request, body []byt
 				}
 			}
 			if !streaming {
-				writeJSON(w, http.StatusOK, msg)
+				status := http.StatusOK
+				if cl.stateless {
+					status = statelessStatus(msg)
+				}
+				writeJSON(w, status, msg)
 				return
 			}
 			writeEvent(w, fl, msg)
@@ -319,10 +324,10 @@ func (c *child) dispatch(msg []byte) {
 	}
 	switch m.Kind {
 	case mcp.KindResponse:
-		if string(m.ID) == "0" {
+		if string(m.ID) == "0" { // the bridge's own initialize
 			select {
 			case c.initResult <- m.Result: // nil for an error
-			default: // a second answer to initialize
+			default: // a second answer
 			}
 			return
 		}
@@ -334,7 +339,11 @@ func (c *child) dispatch(msg []byte) {
 			return
 		}
 		s, _ := find(msg, "id")
-		cl.answer(replace(msg, s, cl.origID))
+		out := replace(msg, s, cl.origID)
+		if cl.stateless {
+			out = withResultType(out)
+		}
+		cl.answer(out)
 	case mcp.KindRequest:
 		c.serverRequest(msg, m)
 	default:
@@ -539,7 +548,7 @@ func (b *Bridge) answerHandshake(w http.ResponseWriter, m *mcp.Message) {
 			versions = append(versions, strconv.Quote(v))
 		}
 	}
-	res := []byte(`{"resultType":"complete","supportedVersions":[` + joinComma(versions) + `]`)
+	res := []byte(`{"resultType":"complete","ttlMs":0,"cacheScope":"public","supportedVersions":[` + joinComma(versions) + `]`)
 	if caps := value(c.init, "capabilities"); caps != nil {
 		res = append(append(res, `,"capabilities":`...), caps...)
 	} else {
@@ -553,4 +562,35 @@ func (b *Bridge) answerHandshake(w http.ResponseWriter, m *mcp.Message) {
 	}
 	res = append(res, '}')
 	writeJSON(w, http.StatusOK, mcp.ResultResponse(m.ID, res))
+}
+
+// withResultType returns a response to a 2026-07-28 request with
+// "resultType":"complete" in its result when the child (speaking an older
+// revision) left it out: revision 2026-07-28 requires it.
+func withResultType(msg []byte) []byte {
+	s, ok := find(msg, "result")
+	if !ok || msg[s.start] != '{' || value(msg[s.start:s.end], "resultType") != nil {
+		return msg
+	}
+	member := `"resultType":"complete"`
+	if len(bytes.TrimSpace(msg[s.start+1:s.end-1])) > 0 {
+		member += ","
+	}
+	at := span{s.start + 1, s.start + 1}
+	return replace(msg, at, []byte(member))
+}
+
+// statelessStatus is the HTTP status of a JSON answer to a 2026-07-28
+// request (SEP-2575): 400 for an error of the request's parameters or
+// headers, 200 otherwise.
+func statelessStatus(msg []byte) int {
+	var code int
+	if json.Unmarshal(value(msg, "error", "code"), &code) != nil {
+		return http.StatusOK
+	}
+	switch code {
+	case mcp.CodeInvalidParams, mcp.CodeHeaderMismatch, mcp.CodeMissingRequiredClientCapabilities, mcp.CodeUnsupportedProtocolVersion:
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
 }
