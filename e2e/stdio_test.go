@@ -188,26 +188,36 @@ func TestStdioUpstreamCrashMidWrite(t *testing.T) {
 }
 
 // TestStdioUpstreamElicitation: the child's elicitation/create reaches the
-// client through the pipeline and the client's answer gets back to it.
+// client through the pipeline and the client's answer gets back to it; a
+// 2026-07-28 client gets it as an input_required round.
 func TestStdioUpstreamElicitation(t *testing.T) {
 	e := startStdioDifferential(t)
-	for via, endpoint := range map[string]string{"proxy": e.proxy + "/kids/mcp", "envoy": e.drivers["kids"].URL + "/kids/mcp"} {
-		t.Run(via, func(t *testing.T) {
-			c := sdk.NewClient(&sdk.Implementation{Name: "stdio-e2e", Version: "1"}, &sdk.ClientOptions{
-				ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
-					return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
-				},
+	for _, version := range []string{"2026-07-28", "2025-11-25"} {
+		for via, endpoint := range map[string]string{"proxy": e.proxy + "/kids/mcp", "envoy": e.drivers["kids"].URL + "/kids/mcp"} {
+			t.Run(version+"/"+via, func(t *testing.T) {
+				elicitThrough(t, endpoint, version)
 			})
-			cs, err := c.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: endpoint}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cs.Close()
-			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "ask", Arguments: map[string]any{}})
-			if err != nil || res.IsError || !strings.Contains(fmt.Sprint(res.StructuredContent), "accept: Ada") {
-				t.Fatalf("ask: %v %+v", err, res)
-			}
-		})
+		}
+	}
+}
+
+// elicitThrough calls the test server's ask tool at endpoint with an SDK
+// client of revision version that accepts the elicitation.
+func elicitThrough(t *testing.T, endpoint, version string) {
+	t.Helper()
+	c := sdk.NewClient(&sdk.Implementation{Name: "stdio-e2e", Version: "1"}, &sdk.ClientOptions{
+		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
+		},
+	})
+	cs, err := c.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: endpoint}, &sdk.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "ask", Arguments: map[string]any{}})
+	if err != nil || res.IsError || !strings.Contains(fmt.Sprint(res.StructuredContent), "accept: Ada") {
+		t.Fatalf("ask: %v %+v", err, res)
 	}
 }
 
@@ -378,4 +388,48 @@ func TestStdioUpstreamServerEverything(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestStdioUpstreamInitAndPin: `mcpgate init --upstream-command` lists a
+// stdio server's tools and drafts it as upstreams[].command; the draft
+// validates, and `mcpgate manifest pin` lists the server the same way.
+func TestStdioUpstreamInitAndPin(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "mcpgate.yaml")
+	server := stdioTestServer(t)
+	log := runBin(t, "init", "--upstream-command", server+" -records "+filepath.Join(dir, "records"), "--name", "kids", "--out", out)
+	if !strings.Contains(log, "7 tools of "+server) {
+		t.Errorf("init: %s", log)
+	}
+	draft, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(draft), "command:") || !strings.Contains(string(draft), `argv: ["`+server+`", "-records"`) || strings.Contains(string(draft), "url:") {
+		t.Fatalf("draft:\n%s", draft)
+	}
+	runBin(t, "validate", "--config", out)
+	if pin := runBin(t, "manifest", "pin", "--config", out); !strings.Contains(pin, "unchanged") {
+		t.Errorf("manifest pin: %s", pin)
+	}
+	if processesOf(server) > 0 {
+		t.Errorf("a stdio server started by init or pin is still running")
+	}
+}
+
+// processesOf counts running processes whose command line starts
+// with path (/proc).
+func processesOf(path string) int {
+	entries, _ := os.ReadDir("/proc")
+	n := 0
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && bytes.HasPrefix(cmdline, []byte(path+"\x00")) {
+			n++
+		}
+	}
+	return n
 }

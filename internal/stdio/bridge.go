@@ -335,6 +335,7 @@ type child struct {
 	calls      map[string]*call     // bridge id → call
 	tokens     map[string]*call     // bridge progress token → call
 	serverReqs map[string]serverReq // bridge id of a request of the child → its own id
+	rounds     map[string]*round    // requestState of an input_required round → its call
 }
 
 type serverReq struct {
@@ -345,7 +346,7 @@ type serverReq struct {
 func newChild(b *Bridge, gen int, p *process) *child {
 	return &child{b: b, gen: gen, p: p, in: make(chan []byte, 16), failed: make(chan struct{}), dead: make(chan struct{}),
 		readDone: make(chan struct{}), initResult: make(chan []byte, 1),
-		calls: map[string]*call{}, tokens: map[string]*call{}, serverReqs: map[string]serverReq{}}
+		calls: map[string]*call{}, tokens: map[string]*call{}, serverReqs: map[string]serverReq{}, rounds: map[string]*round{}}
 }
 
 func (c *child) fail() { c.failOnce.Do(func() { close(c.failed) }) }
@@ -478,7 +479,7 @@ func (c *child) overlong(prefix []byte) {
 	cl := c.calls[string(id)]
 	c.b.mu.Unlock()
 	if cl != nil {
-		cl.answer(mcp.ErrorResponse(cl.origID, &mcp.Error{Code: mcp.CodeInternalError,
+		cl.answer(mcp.ErrorResponse(id, &mcp.Error{Code: mcp.CodeInternalError,
 			Message: fmt.Sprintf("The stdio server's answer is longer than mcpgate's limit of %d bytes.", c.b.o.MaxMessageBytes)}))
 	}
 }

@@ -3,6 +3,7 @@ package stdio_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -222,12 +223,50 @@ func TestBridgeRelaysProgressAndElicitation(t *testing.T) {
 	}
 }
 
-func TestBridgeRefusesElicitationToStatelessClient(t *testing.T) {
+// TestBridgeTurnsElicitationIntoRounds: a 2026-07-28 client answers no
+// requests of the server on its exchange; the child's elicitation becomes
+// an input_required result, and the retry with the inputResponses
+// finishes the call.
+func TestBridgeTurnsElicitationIntoRounds(t *testing.T) {
 	r := start(t)
 	r.ready(t)
-	_, body := r.post(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}`)
-	if !strings.Contains(body, "elicitation failed") || !strings.Contains(body, "2026-07-28") {
-		t.Fatalf("answer: %s", body)
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`
+	resp, body := r.post(t, `{"jsonrpc":"2.0","id":"first","method":"tools/call","params":{"name":"ask","arguments":{},`+meta+`}}`)
+	if resp == nil || resp.StatusCode != 200 || !strings.Contains(body, `"resultType":"input_required"`) || !strings.Contains(body, `"method":"elicitation/create"`) || !strings.Contains(body, `"id":"first"`) {
+		t.Fatalf("first round: %v %s", resp, body)
+	}
+	var res struct {
+		Result struct {
+			InputRequests map[string]json.RawMessage `json:"inputRequests"`
+			RequestState  string                     `json:"requestState"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(body), &res); err != nil || len(res.Result.InputRequests) != 1 || res.Result.RequestState == "" {
+		t.Fatalf("round: %v %s", err, body)
+	}
+	var key string
+	for k := range res.Result.InputRequests {
+		key = k
+	}
+	// A requestState the bridge did not issue is refused.
+	resp, body = r.post(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ask","arguments":{},"requestState":"mcpgate-stdio-forged",`+meta+`}}`)
+	if resp == nil || resp.StatusCode != 400 || !strings.Contains(body, "requestState") {
+		t.Fatalf("forged state: %v %s", resp, body)
+	}
+	resp, body = r.post(t, `{"jsonrpc":"2.0","id":"retry","method":"tools/call","params":{"name":"ask","arguments":{},"inputResponses":{"`+key+`":{"action":"accept","content":{"name":"Ada"}}},"requestState":"`+res.Result.RequestState+`",`+meta+`}}`)
+	if resp == nil || resp.StatusCode != 200 || !strings.Contains(body, `accept: Ada`) || !strings.Contains(body, `"id":"retry"`) || !strings.Contains(body, `"resultType":"complete"`) {
+		t.Fatalf("retry: %v %s", resp, body)
+	}
+	// Without the elicitation capability the child learns that the
+	// client cannot answer.
+	_, body = r.post(t, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"ask","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	if !strings.Contains(body, "elicitation failed") || !strings.Contains(body, "did not declare the elicitation capability") {
+		t.Fatalf("no capability: %s", body)
+	}
+	// A 2026-07-28 request without client capabilities is refused.
+	resp, _ = r.post(t, `{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`)
+	if resp == nil || resp.StatusCode != 400 {
+		t.Fatalf("no capabilities: %v", resp)
 	}
 }
 

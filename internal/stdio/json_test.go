@@ -8,6 +8,7 @@ func TestWithResultType(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":1,"result":{}}`, `{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete"}}`},
 		{`{"jsonrpc":"2.0","id":1,"result":{ }}`, `{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete" }}`},
 		{`{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required"}}`, `{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required"}}`},
+		{`{"jsonrpc":"2.0","id":1,"result":{"inputRequests":{},"requestState":"s"}}`, `{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","inputRequests":{},"requestState":"s"}}`},
 		{`{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"x"}}`, `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"x"}}`},
 	} {
 		if got := string(withResultType([]byte(tc.in))); got != tc.want {

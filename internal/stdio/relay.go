@@ -22,10 +22,35 @@ type call struct {
 	origToken []byte // the client's progress token, nil without one
 	token     string // the bridge's progress token
 	// stateless: a 2026-07-28 request, whose client cannot answer requests
-	// of the server on this exchange.
+	// of the server on this exchange: they become input_required rounds
+	// (rounds.go). caps are its _meta client capabilities.
 	stateless bool
+	caps      []byte
 	out       chan []byte // notifications and requests of the child for this exchange
-	resp      chan []byte // the answer
+	resp      chan []byte // the answer, under the bridge's id
+	input     chan []byte // inputRequests of a round (rounds.go)
+	// Guarded by b.mu: asked maps the keys of the round's inputRequests
+	// to the child's request ids; parked is set while the call waits for
+	// the client's retry with the inputResponses.
+	asked  map[string][]byte
+	parked bool
+}
+
+// onlyCall is the one call in flight that is not parked, nil when there
+// is none or several: the stdio transport does not say which call a
+// request or log message of the child belongs to. The caller holds b.mu.
+func (c *child) onlyCall() *call {
+	var only *call
+	for _, cl := range c.calls {
+		if cl.parked {
+			continue
+		}
+		if only != nil {
+			return nil
+		}
+		only = cl
+	}
+	return only
 }
 
 func (cl *call) answer(msg []byte) {
@@ -126,6 +151,12 @@ func (b *Bridge) ready(w http.ResponseWriter, id []byte) *child {
 // of the child that belong to it, back: as one JSON answer, or as an SSE
 // stream when something comes before the answer.
 func (b *Bridge) relayRequest(w http.ResponseWriter, r *http.Request, body []byte, m *mcp.Message) {
+	stateless := m.Meta.ProtocolVersion >= mcp.Version20260728
+	if stateless && m.Meta.ClientCapabilities == nil {
+		writeJSON(w, http.StatusBadRequest, mcp.ErrorResponse(m.ID, &mcp.Error{Code: mcp.CodeInvalidParams,
+			Message: "params._meta must hold " + mcp.MetaKeyClientCapabilities + " (revision 2026-07-28)"}))
+		return
+	}
 	switch m.Method {
 	case "initialize", "server/discover":
 		b.answerHandshake(w, m)
@@ -138,14 +169,19 @@ func (b *Bridge) relayRequest(w http.ResponseWriter, r *http.Request, body []byt
 	if c == nil {
 		return
 	}
+	if stateless {
+		if state, ok := find(body, "params", "requestState"); ok && b.resume(w, r, c, body, m, body[state.start:state.end]) { // rounds.go
+			return
+		}
+	}
 	idSpan, ok := find(body, "id")
 	if !ok {
 		writeJSON(w, http.StatusBadRequest, mcp.ErrorResponse(m.ID, &mcp.Error{Code: mcp.CodeInvalidRequest, Message: "no id"}))
 		return
 	}
 	bid := strconv.FormatInt(b.nextID.Add(1), 10)
-	cl := &call{origID: bytes.Clone(m.ID), stateless: m.Meta.ProtocolVersion >= mcp.Version20260728,
-		out: make(chan []byte, callQueue), resp: make(chan []byte, 1)}
+	cl := &call{origID: bytes.Clone(m.ID), stateless: stateless, caps: bytes.Clone(m.Meta.ClientCapabilities),
+		out: make(chan []byte, callQueue), resp: make(chan []byte, 1), input: make(chan []byte, maxInputs)}
 	line := body
 	if ts, ok := find(body, "params", "_meta", "progressToken"); ok {
 		cl.origToken = bytes.Clone(body[ts.start:ts.end])
@@ -164,46 +200,79 @@ func (b *Bridge) relayRequest(w http.ResponseWriter, r *http.Request, body []byt
 		c.tokens[cl.token] = cl
 	}
 	b.mu.Unlock()
-	defer func() {
-		b.mu.Lock()
-		delete(c.calls, bid)
-		delete(c.tokens, cl.token)
-		b.mu.Unlock()
-	}()
 	if !c.send(r.Context(), line) {
 		// Not written: the child never saw it.
+		c.forget(bid, cl)
 		w.Header().Set("Retry-After", "5")
 		writeJSON(w, http.StatusServiceUnavailable, mcp.ErrorResponse(m.ID, &mcp.Error{Code: mcp.CodeInternalError,
 			Message: "The stdio MCP server is not available: it exited before the request was written to it."}))
 		return
 	}
+	b.await(w, r, c, bid, cl, m.Method)
+}
+
+// forget drops a call that is over.
+func (c *child) forget(bid string, cl *call) {
+	c.b.mu.Lock()
+	delete(c.calls, bid)
+	delete(c.tokens, cl.token)
+	c.b.mu.Unlock()
+}
+
+// await relays what the child sends for call bid to the HTTP exchange: as
+// one JSON answer, or as an SSE stream when something comes before the
+// answer. For a 2026-07-28 call a request of the child ends the exchange
+// with an input_required result instead, and the call waits, parked, for
+// the client's retry (rounds.go).
+func (b *Bridge) await(w http.ResponseWriter, r *http.Request, c *child, bid string, cl *call, method string) {
+	parked := false
+	defer func() {
+		if !parked {
+			c.forget(bid, cl)
+		}
+	}()
 	streaming := false
 	fl, _ := w.(http.Flusher)
+	flush := func() {
+		// What the child wrote before is queued already.
+		for {
+			select {
+			case n := <-cl.out:
+				if !streaming {
+					startStream(w, fl)
+					streaming = true
+				}
+				writeEvent(w, fl, n)
+			default:
+				return
+			}
+		}
+	}
+	finish := func(msg []byte) {
+		flush()
+		if !streaming {
+			status := http.StatusOK
+			if cl.stateless {
+				status = statelessStatus(msg)
+			}
+			writeJSON(w, status, msg)
+			return
+		}
+		writeEvent(w, fl, msg)
+	}
 	for {
 		select {
 		case msg := <-cl.resp:
-			// What the child wrote before its answer is queued already.
-			for pending := true; pending; {
-				select {
-				case n := <-cl.out:
-					if !streaming {
-						startStream(w, fl)
-						streaming = true
-					}
-					writeEvent(w, fl, n)
-				default:
-					pending = false
-				}
+			s, _ := find(msg, "id")
+			msg = replace(msg, s, cl.origID)
+			if cl.stateless {
+				msg = withResultType(msg)
 			}
-			if !streaming {
-				status := http.StatusOK
-				if cl.stateless {
-					status = statelessStatus(msg)
-				}
-				writeJSON(w, status, msg)
-				return
-			}
-			writeEvent(w, fl, msg)
+			finish(msg)
+			return
+		case first := <-cl.input:
+			parked = true
+			finish(b.park(c, bid, cl, gatherInputs(cl, first)))
 			return
 		case msg := <-cl.out:
 			if !streaming {
@@ -219,7 +288,7 @@ func (b *Bridge) relayRequest(w http.ResponseWriter, r *http.Request, body []byt
 			b.mu.Lock()
 			why := c.why
 			b.mu.Unlock()
-			b.log.Error("stdio server ended with a call in flight; the call fails", slog.String("method", m.Method), slog.String("exit", why))
+			b.log.Error("stdio server ended with a call in flight; the call fails", slog.String("method", method), slog.String("exit", why))
 			panic(http.ErrAbortHandler)
 		case <-r.Context().Done():
 			// The client went away: the child is told to stop working on
@@ -338,12 +407,7 @@ func (c *child) dispatch(msg []byte) {
 			b.log.Debug("stdio server answered a call that is no longer waiting; dropped")
 			return
 		}
-		s, _ := find(msg, "id")
-		out := replace(msg, s, cl.origID)
-		if cl.stateless {
-			out = withResultType(out)
-		}
-		cl.answer(out)
+		cl.answer(msg) // await restores the client's id
 	case mcp.KindRequest:
 		c.serverRequest(msg, m)
 	default:
@@ -363,20 +427,20 @@ func (c *child) serverRequest(msg []byte, m *mcp.Message) {
 		return
 	}
 	b.mu.Lock()
-	var only *call
-	if len(c.calls) == 1 {
-		for _, cl := range c.calls {
-			only = cl
-		}
-	}
+	only := c.onlyCall()
 	refuse := ""
 	switch {
-	case only == nil && len(c.calls) == 0:
-		refuse = "no client call is in flight to relay it to"
 	case only == nil:
-		refuse = "several client calls are in flight and the request does not say which one it belongs to"
+		refuse = "no client call, or several, are in flight, and the request does not say which one it belongs to"
 	case only.stateless:
-		refuse = "the client's call uses revision 2026-07-28, whose clients answer no server requests on the same exchange"
+		refuse = c.askRound(only, msg, m) // rounds.go
+		b.mu.Unlock()
+		if refuse == "" {
+			return
+		}
+		b.log.Warn("stdio server request refused", slog.String("method", m.Method), slog.String("reason", refuse))
+		c.send(context.Background(), mcp.ErrorResponse(m.ID, &mcp.Error{Code: mcp.CodeInternalError, Message: "mcpgate cannot relay " + m.Method + ": " + refuse + "."}))
+		return
 	}
 	bid := ""
 	if refuse == "" {
@@ -428,12 +492,7 @@ func (c *child) notification(msg []byte, m *mcp.Message) {
 	}
 	if m.Method == "notifications/message" {
 		b.mu.Lock()
-		var only *call
-		if len(c.calls) == 1 {
-			for _, cl := range c.calls {
-				only = cl
-			}
-		}
+		only := c.onlyCall()
 		b.mu.Unlock()
 		if only != nil {
 			if !only.push(msg) {
@@ -564,15 +623,19 @@ func (b *Bridge) answerHandshake(w http.ResponseWriter, m *mcp.Message) {
 	writeJSON(w, http.StatusOK, mcp.ResultResponse(m.ID, res))
 }
 
-// withResultType returns a response to a 2026-07-28 request with
-// "resultType":"complete" in its result when the child (speaking an older
-// revision) left it out: revision 2026-07-28 requires it.
+// withResultType returns a response to a 2026-07-28 request with the
+// resultType its result needs when the child (speaking an older revision)
+// left it out: "input_required" when the result holds inputRequests (a
+// handler of the child asking for a round itself), else "complete".
 func withResultType(msg []byte) []byte {
 	s, ok := find(msg, "result")
 	if !ok || msg[s.start] != '{' || value(msg[s.start:s.end], "resultType") != nil {
 		return msg
 	}
 	member := `"resultType":"complete"`
+	if value(msg[s.start:s.end], "inputRequests") != nil {
+		member = `"resultType":"input_required"`
+	}
 	if len(bytes.TrimSpace(msg[s.start+1:s.end-1])) > 0 {
 		member += ","
 	}
