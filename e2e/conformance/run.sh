@@ -274,7 +274,7 @@ for mode in $MODES; do
     log "  through mcpgate, the server over stdio"
     mkdir -p "$mdir/stdio"
     run_gateway "$mdir/stdio" "$reqs" --upstream-command "$ES"
-    "$NODE" "$HERE/report.mjs" compare "$mode/stdio" "$mdir/direct/summary.json" "$mdir/stdio/summary.json" >"$mdir/compare-stdio.json"
+    "$NODE" "$HERE/report.mjs" compare "$mode/stdio" "$mdir/direct/summary.json" "$mdir/stdio/summary.json" "$HERE/stdio-known.json" >"$mdir/compare-stdio.json"
     tally "$mode/stdio" "$mdir/compare-stdio.json"
   fi
 done
