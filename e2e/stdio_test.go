@@ -398,7 +398,7 @@ func TestStdioUpstreamInitAndPin(t *testing.T) {
 	out := filepath.Join(dir, "mcpgate.yaml")
 	server := stdioTestServer(t)
 	log := runBin(t, "init", "--upstream-command", server+" -records "+filepath.Join(dir, "records"), "--name", "kids", "--out", out)
-	if !strings.Contains(log, "7 tools of "+server) {
+	if !strings.Contains(log, "8 tools of "+server) {
 		t.Errorf("init: %s", log)
 	}
 	draft, err := os.ReadFile(out)

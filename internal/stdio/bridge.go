@@ -171,6 +171,14 @@ func (b *Bridge) Tried() <-chan struct{} { return b.tried }
 
 func (b *Bridge) markTried() { b.triedOnce.Do(func() { close(b.tried) }) }
 
+// Listeners is the number of open notification streams (GET streams and
+// subscriptions/listen).
+func (b *Bridge) Listeners() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.listeners)
+}
+
 // PID is the process id of the running child, 0 when none runs.
 func (b *Bridge) PID() int {
 	b.mu.Lock()

@@ -141,7 +141,7 @@ func TestBridgeServesEveryRevision(t *testing.T) {
 				t.Errorf("server name %q", got)
 			}
 			tools, err := cs.ListTools(context.Background(), nil)
-			if err != nil || len(tools.Tools) != 7 {
+			if err != nil || len(tools.Tools) != 8 {
 				t.Fatalf("tools/list: %v %d", err, len(tools.Tools))
 			}
 			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi " + v}})
@@ -435,4 +435,33 @@ func groupMembers(pgid int) []int {
 		}
 	}
 	return out
+}
+
+// TestBridgeRelaysListChanged: a tools/list_changed of the child reaches
+// an older revision's GET stream and a 2026-07-28 subscriptions/listen
+// stream that asked for it.
+func TestBridgeRelaysListChanged(t *testing.T) {
+	r := start(t)
+	r.ready(t)
+	var mu sync.Mutex
+	seen := map[string]int{}
+	for _, v := range []string{"2026-07-28", "2025-11-25"} {
+		r.client(t, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			mu.Lock()
+			seen[v]++
+			mu.Unlock()
+		}}, v)
+	}
+	// The streams are open once the bridge has both listeners; then the
+	// child announces a new tool.
+	poll.Until(t, 10*time.Second, "two notification streams", func() bool { return r.b.Listeners() == 2 })
+	_, body := r.post(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add_tool","arguments":{"text":"added_tool"}}}`)
+	if !strings.Contains(body, `\"text\":\"ok\"`) {
+		t.Fatalf("add_tool: %s", body)
+	}
+	poll.Until(t, 10*time.Second, "list_changed on both streams", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return seen["2026-07-28"] > 0 && seen["2025-11-25"] > 0
+	})
 }

@@ -3,7 +3,8 @@
 // echo (read), progress (emits progress notifications), ask (asks the
 // client by elicitation), crash (exits mid-call), big (answers with a
 // 2 MiB text, a single 2 MiB line on standard output), record (a write:
-// counts records in a file named by -records) and pid (its process id).
+// counts records in a file named by -records), add_tool (adds a tool, so
+// tools/list_changed follows) and pid (its process id).
 // Flags switch on faults: -exit-before-init, -hang-init, -stderr-flood,
 // -ignore-eof (survives the end of its standard input and SIGTERM), and
 // -grandchild (starts a long sleep in its process group).
@@ -125,6 +126,14 @@ func main() {
 				os.Exit(3)
 			}
 			return nil, textOut{Text: "recorded"}, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "add_tool", Description: "Adds a tool named after its text (tools/list_changed follows)."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, textOut, error) {
+			mcp.AddTool(srv, &mcp.Tool{Name: in.Text, Description: "Added."},
+				func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, textOut, error) {
+					return nil, textOut{Text: "added"}, nil
+				})
+			return nil, textOut{Text: "ok"}, nil
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "pid", Description: "Answers with its process id."},
 		func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, textOut, error) {
