@@ -222,14 +222,19 @@ func elicitThrough(t *testing.T, endpoint, version string) {
 }
 
 // stdioApp starts the gateway (proxy and admin listeners) with one stdio
-// upstream running the test server with args.
+// upstream running the test server with args; the catalog is off.
 func stdioApp(t *testing.T, startTimeout time.Duration, args ...string) (proxy, admin string, stop func()) {
+	t.Helper()
+	return stdioAppWith(t, func(c *config.Config) { c.Catalog.Disabled = true }, startTimeout, args...)
+}
+
+func stdioAppWith(t *testing.T, mutate func(*config.Config), startTimeout time.Duration, args ...string) (proxy, admin string, stop func()) {
 	t.Helper()
 	cfg := &config.Config{Upstreams: []config.Upstream{{Name: "kids", Tools: stdioTools,
 		Command: &config.Command{Argv: append([]string{stdioTestServer(t)}, args...), StartTimeout: config.DurationOf(startTimeout), StopGrace: config.DurationOf(200 * time.Millisecond)}}}}
 	cfg.Listeners.Proxy.Address = "127.0.0.1:0"
 	cfg.Listeners.Admin.Address = "127.0.0.1:0"
-	cfg.Catalog.Disabled = true
+	mutate(cfg)
 	cfg.ApplyDefaults()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -432,4 +437,23 @@ func processesOf(path string) int {
 		}
 	}
 	return n
+}
+
+// TestStdioUpstreamCatalog: with the catalog on, mcpgate lists the stdio
+// server itself (its bridge's secret travels as the discovery
+// credential): tools/list comes from the catalog, and a call is checked
+// against the listed input schema.
+func TestStdioUpstreamCatalog(t *testing.T) {
+	proxy, admin, _ := stdioAppWith(t, func(c *config.Config) { c.Catalog.Unpinned = config.CatalogUnpinnedAllow }, 10*time.Second)
+	if r := do(t, "GET", admin+"/metrics", nil, nil); !strings.Contains(r.Body, `mcpgate_catalog_tools{upstream="kids"} 8`) {
+		t.Errorf("catalog: %s", grepLines(r.Body, "mcpgate_catalog_tools"))
+	}
+	list := doHeader(t, "POST", proxy+"/mcp", toHeader(v26("tools/list", "")), []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+meta26+`}}`))
+	if list.Status != 200 || !strings.Contains(list.Body, `"name":"echo"`) {
+		t.Errorf("tools/list: %d %.600s", list.Status, list.Body)
+	}
+	bad := doHeader(t, "POST", proxy+"/mcp", toHeader(v26("tools/call", "echo")), call("2", "echo", `{"text":"x","extra":1}`))
+	if !strings.Contains(bad.Body, "extra") || !strings.Contains(bad.Body, `"isError":true`) {
+		t.Errorf("unknown argument: %d %.600s", bad.Status, bad.Body)
+	}
 }
