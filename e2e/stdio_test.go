@@ -168,6 +168,10 @@ func TestStdioUpstreamCrashMidWrite(t *testing.T) {
 		if first.Status == 200 && !strings.Contains(first.Body, "error") {
 			t.Fatalf("a crashed write answered: %d %.600s", first.Status, first.Body)
 		}
+		// The other upstreams keep serving meanwhile.
+		if s := doHeader(t, "POST", e.proxy+"/mcp", toHeader(v26("tools/call", "list_technicians")), call("9", "list_technicians", "{}")); s.Status != 200 || strings.Contains(s.Body, `"error"`) {
+			t.Errorf("demo upstream while the stdio child restarts: %d %.300s", s.Status, s.Body)
+		}
 		// The child comes back (each try differs: the loop brake stops
 		// repeats of a failing call).
 		try := 0
@@ -249,8 +253,14 @@ func stdioAppWith(t *testing.T, mutate func(*config.Config), startTimeout time.D
 
 // TestStdioUpstreamExitBeforeInitialize: a child that exits before it
 // answers initialize leaves the gateway up but not ready, and callers get
-// a JSON-RPC error at once.
+// a JSON-RPC error at once, the same through the proxy and through Envoy.
 func TestStdioUpstreamExitBeforeInitialize(t *testing.T) {
+	e := startStdioDifferential(t, "-exit-before-init")
+	direct, _ := e.both(t, "kids", toHeader(v26("tools/call", "echo")), call("1", "echo", `{"text":"x"}`))
+	if !strings.Contains(direct.Body, `"id":1`) || !strings.Contains(direct.Body, "not available") {
+		t.Errorf("call through both modes: %d %.600s", direct.Status, direct.Body)
+	}
+
 	proxy, admin, _ := stdioApp(t, 2*time.Second, "-exit-before-init")
 	r := do(t, "GET", admin+"/readyz", nil, nil)
 	if r.Status != 503 || !strings.Contains(r.Body, `stdio upstream "kids"`) {
