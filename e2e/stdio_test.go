@@ -345,6 +345,38 @@ func processGroup(pgid int) []int {
 	return out
 }
 
+// serverEverything returns the installed server-everything's program;
+// the test skips without it, or fails where it must run.
+func serverEverything(t *testing.T) string {
+	t.Helper()
+	entry, _ := filepath.Abs("stdio/node_modules/.bin/mcp-server-everything")
+	_, nodeErr := exec.LookPath("node")
+	if _, err := os.Stat(entry); err != nil || nodeErr != nil {
+		if os.Getenv(envRequireNPMServer) == "1" || os.Getenv("CI") != "" {
+			t.Fatalf("server-everything is not installed (cd e2e/stdio && npm ci): %v %v", err, nodeErr)
+		}
+		t.Skip("server-everything not installed (cd e2e/stdio && npm ci)")
+	}
+	return entry
+}
+
+// TestStdioUpstreamServerEverythingBothModes: the published npm server as
+// a configured stdio upstream, through the proxy and through Envoy.
+func TestStdioUpstreamServerEverythingBothModes(t *testing.T) {
+	entry := serverEverything(t)
+	e := startDifferential(t, differentialUpstream{name: "everything",
+		tools:   map[string]policy.ToolDeclaration{"echo": {Effect: policy.EffectRead}, "get-sum": {Effect: policy.EffectRead}},
+		command: &config.Command{Argv: []string{entry, "stdio"}, StartTimeout: config.DurationOf(60 * time.Second), StopGrace: config.DurationOf(time.Second)}})
+	direct, _ := e.both(t, "everything", toHeader(v26("tools/call", "echo")), call(`"e1"`, "echo", `{"message":"hello from both modes"}`))
+	if direct.Status != 200 || !strings.Contains(direct.Body, "hello from both modes") || !strings.Contains(direct.Body, `"id":"e1"`) {
+		t.Errorf("echo: %d %.600s", direct.Status, direct.Body)
+	}
+	direct, _ = e.both(t, "everything", toHeader(v26("tools/call", "get-sum")), call("2", "get-sum", `{"a":2,"b":3}`))
+	if direct.Status != 200 || !strings.Contains(direct.Body, "5") {
+		t.Errorf("get-sum: %d %.600s", direct.Status, direct.Body)
+	}
+}
+
 // envRequireNPMServer makes the published npm server's test fail rather
 // than skip where it is not installed (scripts/test.sh sets it; so does
 // CI).
@@ -354,14 +386,7 @@ const envRequireNPMServer = "MCPGATE_REQUIRE_NPM_STDIO"
 // @modelcontextprotocol/server-everything (installed in e2e/stdio by npm
 // ci) behind `mcpgate serve --upstream-command`, the one-line start.
 func TestStdioUpstreamServerEverything(t *testing.T) {
-	entry, _ := filepath.Abs("stdio/node_modules/.bin/mcp-server-everything")
-	_, nodeErr := exec.LookPath("node")
-	if _, err := os.Stat(entry); err != nil || nodeErr != nil {
-		if os.Getenv(envRequireNPMServer) == "1" || os.Getenv("CI") != "" {
-			t.Fatalf("server-everything is not installed (cd e2e/stdio && npm ci): %v %v", err, nodeErr)
-		}
-		t.Skip("server-everything not installed (cd e2e/stdio && npm ci)")
-	}
+	entry := serverEverything(t)
 	addr, admin := freeLoopback(t), freeLoopback(t)
 	cmd := exec.Command(bin, "serve", "--listen", addr, "--admin", admin, "--read-tools", "echo,get-sum",
 		"--upstream-command", entry+" stdio")
