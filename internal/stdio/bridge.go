@@ -438,6 +438,32 @@ func (c *child) send(ctx context.Context, line []byte) bool {
 	return false
 }
 
+// sendWait bounds how long the bridge waits to queue a message of its
+// own (a cancellation, an answer for the child) when the child does not
+// read its standard input.
+const sendWait = 5 * time.Second
+
+// sendSoon queues a message of the bridge for the child, giving up after
+// sendWait.
+func (c *child) sendSoon(line []byte) {
+	ctx, cancel := context.WithTimeout(context.Background(), sendWait)
+	defer cancel()
+	if !c.send(ctx, line) {
+		c.b.log.Warn("stdio server does not read its standard input; a message of mcpgate for it was dropped")
+	}
+}
+
+// reply queues an answer of the bridge to a request of the child without
+// waiting: the goroutine reading the child's output must never block on
+// its input, or a child that writes without reading would stall both.
+func (c *child) reply(line []byte) {
+	select {
+	case c.in <- line:
+	default:
+		c.b.log.Warn("stdio server does not read its standard input; an answer of mcpgate to it was dropped")
+	}
+}
+
 // readLoop reads the child's messages, one per line, until EOF. A line
 // longer than MaxMessageBytes is read to its end and dropped (overlong).
 func (c *child) readLoop() {

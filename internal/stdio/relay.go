@@ -2,7 +2,6 @@ package stdio
 
 import (
 	"bytes"
-	"context"
 	"crypto/subtle"
 	"fmt"
 	"io"
@@ -34,6 +33,10 @@ type call struct {
 	// the client's retry with the inputResponses.
 	asked  map[string][]byte
 	parked bool
+	// relayed are the bridge ids of the child's requests relayed on this
+	// exchange (guarded by b.mu); those still unanswered when it ends get
+	// an error, so the child never waits for them.
+	relayed []string
 }
 
 // onlyCall is the one call in flight that is not parked, nil when there
@@ -211,12 +214,24 @@ func (b *Bridge) relayRequest(w http.ResponseWriter, r *http.Request, body []byt
 	b.await(w, r, c, bid, cl, m.Method)
 }
 
-// forget drops a call that is over.
+// forget drops a call that is over; the child's requests relayed on its
+// exchange that the client left unanswered get a JSON-RPC error.
 func (c *child) forget(bid string, cl *call) {
 	c.b.mu.Lock()
 	delete(c.calls, bid)
 	delete(c.tokens, cl.token)
+	var unanswered [][]byte
+	for _, id := range cl.relayed {
+		if sr, ok := c.serverReqs[id]; ok {
+			delete(c.serverReqs, id)
+			unanswered = append(unanswered, sr.id)
+		}
+	}
 	c.b.mu.Unlock()
+	for _, id := range unanswered {
+		c.sendSoon(mcp.ErrorResponse(id, &mcp.Error{Code: mcp.CodeInternalError,
+			Message: "The client's exchange ended before it answered."}))
+	}
 }
 
 // await relays what the child sends for call bid to the HTTP exchange: as
@@ -294,7 +309,7 @@ func (b *Bridge) await(w http.ResponseWriter, r *http.Request, c *child, bid str
 			// The client went away: the child is told to stop working on
 			// it (notifications/cancelled), as a client would.
 			cancel := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":"the client went away"}}`, bid)
-			c.send(context.Background(), []byte(cancel))
+			c.sendSoon([]byte(cancel))
 			return
 		}
 	}
@@ -338,7 +353,7 @@ func (b *Bridge) relayResponse(w http.ResponseWriter, body []byte, m *mcp.Messag
 		return
 	}
 	if s, ok := find(body, "id"); ok {
-		c.send(context.Background(), replace(body, s, sr.id))
+		c.sendSoon(replace(body, s, sr.id))
 	}
 	w.WriteHeader(http.StatusAccepted)
 }
@@ -423,7 +438,7 @@ func (c *child) dispatch(msg []byte) {
 func (c *child) serverRequest(msg []byte, m *mcp.Message) {
 	b := c.b
 	if m.Method == "ping" {
-		c.send(context.Background(), mcp.ResultResponse(m.ID, nil))
+		c.reply(mcp.ResultResponse(m.ID, nil))
 		return
 	}
 	b.mu.Lock()
@@ -439,13 +454,14 @@ func (c *child) serverRequest(msg []byte, m *mcp.Message) {
 			return
 		}
 		b.log.Warn("stdio server request refused", slog.String("method", m.Method), slog.String("reason", refuse))
-		c.send(context.Background(), mcp.ErrorResponse(m.ID, &mcp.Error{Code: mcp.CodeInternalError, Message: "mcpgate cannot relay " + m.Method + ": " + refuse + "."}))
+		c.reply(mcp.ErrorResponse(m.ID, &mcp.Error{Code: mcp.CodeInternalError, Message: "mcpgate cannot relay " + m.Method + ": " + refuse + "."}))
 		return
 	}
 	bid := ""
 	if refuse == "" {
 		bid = strconv.FormatInt(b.nextID.Add(1), 10)
 		c.serverReqs[bid] = serverReq{id: bytes.Clone(m.ID), gen: c.gen}
+		only.relayed = append(only.relayed, bid)
 	}
 	b.mu.Unlock()
 	if refuse == "" {
@@ -459,7 +475,7 @@ func (c *child) serverRequest(msg []byte, m *mcp.Message) {
 		refuse = "the client's stream is not keeping up"
 	}
 	b.log.Warn("stdio server request refused", slog.String("method", m.Method), slog.String("reason", refuse))
-	c.send(context.Background(), mcp.ErrorResponse(m.ID, &mcp.Error{Code: mcp.CodeInternalError, Message: "mcpgate cannot relay " + m.Method + ": " + refuse + "."}))
+	c.reply(mcp.ErrorResponse(m.ID, &mcp.Error{Code: mcp.CodeInternalError, Message: "mcpgate cannot relay " + m.Method + ": " + refuse + "."}))
 }
 
 // listChanged are the notifications of a changed list, which go to every

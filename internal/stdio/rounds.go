@@ -2,7 +2,6 @@ package stdio
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -129,10 +128,10 @@ func (c *child) answerRound(cl *call, responses []byte) {
 	c.b.mu.Unlock()
 	for name, id := range asked {
 		if res := value(responses, name); res != nil && res[0] == '{' {
-			c.send(context.Background(), mcp.ResultResponse(id, res))
+			c.sendSoon(mcp.ResultResponse(id, res))
 			continue
 		}
-		c.send(context.Background(), mcp.ErrorResponse(id, &mcp.Error{Code: mcp.CodeInternalError,
+		c.sendSoon(mcp.ErrorResponse(id, &mcp.Error{Code: mcp.CodeInternalError,
 			Message: "The client gave no response to input request " + name + "."}))
 	}
 }
