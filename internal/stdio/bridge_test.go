@@ -465,3 +465,25 @@ func TestBridgeRelaysListChanged(t *testing.T) {
 		return seen["2026-07-28"] > 0 && seen["2025-11-25"] > 0
 	})
 }
+
+// TestBridgeRefusesALineOverTheLimit: an answer longer than
+// MaxMessageBytes fails its call with a JSON-RPC error, and the child
+// goes on serving.
+func TestBridgeRefusesALineOverTheLimit(t *testing.T) {
+	b, err := stdio.Start(stdio.Options{Upstream: "s", Argv: []string{testServer(t)}, Listen: "127.0.0.1:0",
+		StartTimeout: 10 * time.Second, StopGrace: 200 * time.Millisecond, MaxMessageBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	r := &rig{b: b}
+	r.ready(t)
+	resp, body := r.post(t, `{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{"name":"big","arguments":{}}}`)
+	if resp == nil || !strings.Contains(body, `"id":"big"`) || !strings.Contains(body, "longer than mcpgate's limit of 1048576 bytes") {
+		t.Fatalf("big: %v %.300s", resp, body)
+	}
+	_, body = r.post(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"after"}}}`)
+	if !strings.Contains(body, "after") {
+		t.Fatalf("after: %s", body)
+	}
+}
