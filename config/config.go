@@ -218,8 +218,14 @@ type Upstream struct {
 	// `http://crm.internal/tenants/{tenant}/mcp`. See [routes with a
 	// tenant](#routes-with-a-tenant).
 	//
-	// Required.
+	// Required unless `command` is set; exactly one of `url` and `command`.
 	URL string `yaml:"url"`
+	// A local MCP server that speaks the stdio transport: mcpgate starts
+	// it, keeps it running and serves it to the pipeline as an HTTP
+	// upstream on loopback. Keys below; see the stdio upstreams guide.
+	//
+	// Default: none (`url` is required).
+	Command *Command `yaml:"command" json:",omitempty"`
 	// The path that maps to this upstream: an exact path (`/mcp`), or a
 	// pattern with one `{tenant}` segment (`/t/{tenant}/mcp`) that gives
 	// each tenant its own MCP URL. Starts with `/`; no `?`, `#`, spaces or

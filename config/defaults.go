@@ -38,6 +38,7 @@ func (c *Config) ApplyDefaults() {
 		if u.Audience == "" {
 			u.Audience = defaultAudience(*u)
 		}
+		applyCommandDefaults(u) // command.go
 	}
 	for i := range c.Servers {
 		if c.Servers[i].Route == "" {
@@ -104,6 +105,9 @@ func (u Upstream) LogValue() slog.Value {
 	redacted := "(invalid URL)" // an unparsable URL might hide a password
 	if parsed, err := url.Parse(u.URL); err == nil {
 		redacted = parsed.Redacted()
+	}
+	if u.Command != nil {
+		return slog.GroupValue(slog.String("name", u.Name), slog.String("route", u.Route), slog.Any("command", u.Command))
 	}
 	return slog.GroupValue(
 		slog.String("name", u.Name),

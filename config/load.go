@@ -104,6 +104,7 @@ func resolvePaths(c *Config, baseDir string) {
 	resolveIdentityPaths(c, baseDir)
 	resolvePolicyOpsPaths(c, baseDir)
 	resolveCredentialPaths(c, baseDir)
+	resolveCommandPaths(c, baseDir)
 }
 
 // decodeResult is the outcome of decoding, before defaults and validation.

@@ -146,7 +146,7 @@ func (c *Config) validateUpstreams(p *problems) {
 	for i, u := range c.Upstreams {
 		at := indexPath("upstreams", i)
 		checkUniqueName(p, at+".name", "upstreams", u.Name, i, upstreamNamePattern, "1 to 63 characters of a-z, 0-9, _ and -, starting with a letter or digit", names)
-		checkUpstreamURL(p, at+".url", u.URL)
+		c.checkUpstreamTarget(p, at, u) // command.go
 		var pattern routes.Pattern
 		routeOK := false
 		if _, member := c.MemberOf(u.Name); member && u.Route == "" {
@@ -301,7 +301,7 @@ func declarationProblem(toolPath, msg string) (path, rest string) {
 
 func checkUpstreamURL(p *problems, path, raw string) {
 	if raw == "" {
-		p.add(path, "required (the upstream MCP endpoint, e.g. \"http://127.0.0.1:3000/mcp\")")
+		p.add(path, "required (the upstream MCP endpoint, e.g. \"http://127.0.0.1:3000/mcp\"), unless the upstream is a stdio server (command)")
 		return
 	}
 	u, err := url.Parse(raw)

@@ -67,6 +67,9 @@ type differentialUpstream struct {
 	// undeclared is its undeclared_tools ("" for the default, refuse);
 	// "confirm" gives the gateway a store.
 	undeclared string
+	// command makes it a stdio upstream (handler unused): mcpgate starts
+	// it, and Envoy's cluster is its bridge's fixed loopback port.
+	command *config.Command
 }
 
 func startDifferential(t *testing.T, extra ...differentialUpstream) *differentialEnv {
@@ -90,6 +93,16 @@ func startDifferential(t *testing.T, extra ...differentialUpstream) *differentia
 		Tools: map[string]policy.ToolDeclaration{"lookup": {Effect: policy.EffectRead}}})
 	targets := map[string]string{"demo": up.URL, "synthetic": syn.URL}
 	for _, x := range extra {
+		if x.command != nil {
+			addr := freeLoopback(t)
+			x.command.Listen = addr
+			cfg.Upstreams = append(cfg.Upstreams, config.Upstream{Name: x.name, Command: x.command, Route: "/" + x.name + "/mcp", Tools: x.tools, UndeclaredTools: x.undeclared})
+			targets[x.name] = "http://" + addr
+			if x.undeclared == policy.UndeclaredConfirm && cfg.Store == nil {
+				cfg.Store = &config.Store{Bolt: &config.BoltStore{Path: filepath.Join(t.TempDir(), "state.db")}}
+			}
+			continue
+		}
 		srv := httptest.NewServer(x.handler)
 		t.Cleanup(srv.Close)
 		cfg.Upstreams = append(cfg.Upstreams, config.Upstream{Name: x.name, URL: srv.URL + "/mcp", Route: "/" + x.name + "/mcp", Tools: x.tools, UndeclaredTools: x.undeclared})

@@ -47,12 +47,21 @@ if command -v npm >/dev/null 2>&1 && { [ ! -f e2e/browser/node_modules/playwrigh
   (cd e2e/browser && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
+if command -v npm >/dev/null 2>&1 && { [ ! -f e2e/stdio/node_modules/@modelcontextprotocol/server-everything/package.json ] ||
+  [ e2e/stdio/package-lock.json -nt e2e/stdio/node_modules/.package-lock.json ]; }; then
+  step "installing @modelcontextprotocol/server-everything (npm ci in e2e/stdio)"
+  (cd e2e/stdio && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
 step "go test -race"
 # The Redis store tests start their own redis-server (store/redistest);
 # without it they would skip, which CI must not accept. The approval
 # page's browser test (Chromium + playwright-core) skips without them only
 # outside CI (CI set, or MCPGATE_REQUIRE_BROWSER=1: it fails).
 export MCPGATE_REQUIRE_REDIS=1
+# The stdio upstream test with the published npm server fails, not skips,
+# without it (e2e/stdio_test.go).
+export MCPGATE_REQUIRE_NPM_STDIO=1
 export MCPGATE_CHROMIUM=${MCPGATE_CHROMIUM:-$(command -v chromium || echo /usr/bin/chromium)}
 go test -race -count=1 ./...
 (cd e2e && go test -race -count=1 ./...)

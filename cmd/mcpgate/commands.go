@@ -41,12 +41,14 @@ func init() {
 	commands = []*command{
 		{
 			name:  "serve",
-			args:  "(--config FILE | --upstream URL [--listen ADDR] [--admin ADDR] [--extproc ADDR] [--policy DIR] [--no-auth])",
+			args:  "(--config FILE | --upstream URL | --upstream-command CMD) [--listen ADDR] [--admin ADDR] [--extproc ADDR] [--policy DIR] [--no-auth]",
 			short: "serve MCP clients through the gateway",
 			long: `With --config, serve with a configuration file (docs/reference/configuration.md).
 With --upstream, serve in front of one MCP server with the built-in
 defaults: one upstream named "default" on route /mcp, the embedded default
-policy, no catalog. --listen, --admin, --extproc and --policy override the
+policy, no catalog. With --upstream-command, the same in front of a stdio
+MCP server that mcpgate starts (docs/guides/stdio-upstreams.md). --listen,
+--admin, --extproc and --policy override the
 configuration; --extproc also serves Envoy ext_proc on host:port or
 unix:/path. --no-auth ignores the configuration's auth section: every
 caller is anonymous, and the log says so at start.`,
@@ -63,9 +65,10 @@ status 0 when valid, 1 otherwise.`,
 		},
 		{
 			name:  "init",
-			args:  "--upstream URL [--out FILE] [--name NAME] [--route /mcp] [--manifest FILE] [--header 'Name: value']... [--force]",
+			args:  "(--upstream URL | --upstream-command CMD) [--out FILE] [--name NAME] [--route /mcp] [--manifest FILE] [--header 'Name: value']... [--force]",
 			short: "list a live MCP server's tools and write a draft configuration to review",
-			long: `Connects to the upstream (streamable HTTP), lists its tools the way the
+			long: `Connects to the upstream (streamable HTTP; or starts a stdio server with
+--upstream-command, drafted as upstreams[].command), lists its tools the way the
 gateway does and writes a configuration with one upstream and a
 declaration per tool: a proposed effect class (from the tool's name, its
 annotations, taken as hints only, and its input schema; the most guarded

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -16,9 +17,11 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/mcpgate/mcpgate/config"
+	"github.com/mcpgate/mcpgate/internal/app"
 	"github.com/mcpgate/mcpgate/internal/catalog"
 	"github.com/mcpgate/mcpgate/internal/draft"
 	"github.com/mcpgate/mcpgate/internal/lint"
+	"github.com/mcpgate/mcpgate/internal/stdio"
 )
 
 // defaultInitManifest is the manifest file init writes when the draft
@@ -30,6 +33,7 @@ const defaultInitManifest = "mcpgate.manifest.json"
 func cmdInit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("init", stderr)
 	upstream := fs.String("upstream", "", "the MCP server's endpoint `URL` (streamable HTTP), e.g. http://127.0.0.1:3000/mcp")
+	upstreamCommand := fs.String("upstream-command", "", "a stdio MCP server's `command line` (as serve --upstream-command), which init starts to list its tools and drafts as upstreams[].command")
 	out := fs.String("out", "", "write the draft to this `file` instead of stdout")
 	manifest := fs.String("manifest", "", "write the pinned manifest to this `file` (default: beside --out, FILE.manifest.json; with stdout, "+defaultInitManifest+")")
 	name := fs.String("name", "default", "the upstream's `name` in the draft (a-z, 0-9, _, -)")
@@ -42,10 +46,19 @@ func cmdInit(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	var problems []string
-	if *upstream == "" {
-		problems = append(problems, "--upstream is required")
-	} else if u, err := url.Parse(*upstream); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		problems = append(problems, "--upstream must be an http or https URL")
+	var argv []string
+	switch {
+	case (*upstream == "") == (*upstreamCommand == ""):
+		problems = append(problems, "give exactly one of --upstream and --upstream-command")
+	case *upstreamCommand != "":
+		var err error
+		if argv, err = stdio.SplitCommand(*upstreamCommand); err != nil {
+			problems = append(problems, "--upstream-command: "+err.Error())
+		}
+	default:
+		if u, err := url.Parse(*upstream); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			problems = append(problems, "--upstream must be an http or https URL")
+		}
 	}
 	header, err := headers.parse()
 	if err != nil {
@@ -56,7 +69,7 @@ func cmdInit(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if len(problems) == 0 {
 		// The name, URL and route as the configuration checks them.
-		skel := draft.Render(draft.Options{Upstream: *name, URL: *upstream, Route: *route, Snapshot: &catalog.Snapshot{}})
+		skel := draft.Render(draft.Options{Upstream: *name, URL: *upstream, Command: argv, Route: *route, Snapshot: &catalog.Snapshot{}})
 		if _, err := config.Parse(skel, "init"); err != nil {
 			problems = append(problems, strings.ReplaceAll(err.Error(), "upstreams[0].", "--"))
 		}
@@ -90,6 +103,21 @@ func cmdInit(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 
 	u := catalog.Upstream{Name: *name, URL: *upstream}
+	if argv != nil {
+		// The server runs behind a bridge of its own while it is listed.
+		bridges, err := startStdio(ctx, bridgeConfig(*name, argv), stderr)
+		if err != nil {
+			return fmt.Errorf("init: %w", err)
+		}
+		defer bridges.Close(context.WithoutCancel(ctx))
+		u.URL = bridges.Resolve(bridgeConfig(*name, argv)).Upstreams[0].URL
+		if header == nil {
+			header = http.Header{}
+		}
+		for k, v := range bridges.Header(*name) {
+			header[k] = v
+		}
+	}
 	if len(header) > 0 {
 		u.Header = func(context.Context) (http.Header, error) { return header, nil }
 	}
@@ -111,7 +139,7 @@ func cmdInit(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	report := lint.Lint(defs, lint.Options{})
 
 	text := draft.Render(draft.Options{
-		Upstream: *name, URL: *upstream, Route: *route,
+		Upstream: *name, URL: *upstream, Command: argv, Route: *route,
 		Snapshot: snap, Lint: report, Manifest: manifestRef, Store: storeRef, Now: time.Now(),
 	})
 	if _, err := config.Parse(text, "draft"); err != nil {
@@ -138,8 +166,12 @@ func cmdInit(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if where == "" {
 		where = "stdout"
 	}
+	source := redactURL(*upstream)
+	if argv != nil {
+		source = *upstreamCommand
+	}
 	fmt.Fprintf(stderr, "init: %s of %s declared in %s (%d unsure, so proposed as %s, the most guarded class), %s pinned in %s; lint: %s, %s\n",
-		pinCount(len(snap.Tools), "tool"), redactURL(*upstream), where, unsure, draft.MostGuarded,
+		pinCount(len(snap.Tools), "tool"), source, where, unsure, draft.MostGuarded,
 		pinCount(len(snap.Tools), "tool"), manifestPath, plural(report.Errors(), "error"), plural(report.Warnings(), "warning"))
 	if len(snap.Refused) > 0 {
 		fmt.Fprintf(stderr, "init: %s refused by mcpgate (see the draft's comments)\n", pinCount(len(snap.Refused), "tool"))
@@ -208,4 +240,30 @@ func redactURL(s string) string {
 		return u.Redacted()
 	}
 	return s
+}
+
+// bridgeConfig is a configuration of one stdio upstream, name, running
+// argv in the working directory.
+func bridgeConfig(name string, argv []string) *config.Config {
+	cfg := config.Default("")
+	cfg.Upstreams[0].Name, cfg.Upstreams[0].Command = name, &config.Command{Argv: argv}
+	cfg.ApplyDefaults()
+	return cfg
+}
+
+// startStdio starts the stdio upstreams of cfg behind their bridges, as
+// serve does, for a command that lists them (init, manifest pin), and
+// waits for them to answer initialize; their problems are logged to
+// stderr. Without stdio upstreams it starts nothing.
+func startStdio(ctx context.Context, cfg *config.Config, stderr io.Writer) (*app.Bridges, error) {
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	bridges, err := app.StartBridges(cfg, log, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := bridges.WaitReady(ctx, cfg); err != nil {
+		_ = bridges.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return bridges, nil
 }

@@ -148,7 +148,7 @@ func TestInitBadInput(t *testing.T) {
 		usage bool
 		want  string
 	}{
-		{"no upstream", nil, true, "--upstream is required"},
+		{"no upstream", nil, true, "give exactly one of --upstream and --upstream-command"},
 		{"not a URL", []string{"--upstream", "ftp://x/mcp"}, true, "http or https URL"},
 		{"bad name", []string{"--upstream", "http://127.0.0.1:1/mcp", "--name", "Bad Name"}, true, "name"},
 		{"bad route", []string{"--upstream", "http://127.0.0.1:1/mcp", "--route", "mcp"}, true, "route"},

@@ -73,7 +73,7 @@ func TestUsage(t *testing.T) {
 			t.Errorf("%v: got %v, want usage error", args, err)
 		}
 	}
-	if _, _, err := runCmd("serve"); err == nil || !strings.Contains(err.Error(), "--config or --upstream") {
+	if _, _, err := runCmd("serve"); err == nil || !strings.Contains(err.Error(), "--config, --upstream or --upstream-command") {
 		t.Errorf("serve without source: %v", err)
 	}
 	out, _, err := runCmd("version")

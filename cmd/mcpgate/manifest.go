@@ -49,6 +49,12 @@ func manifestPin(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fmt.Fprintln(stderr, "manifest pin: --out is required (the configuration sets no catalog.manifest)")
 		return errUsage
 	}
+	bridges, err := startStdio(ctx, cfg, stderr) // stdio upstreams run while they are listed (init.go)
+	if err != nil {
+		return fmt.Errorf("manifest pin: %w", err)
+	}
+	defer bridges.Close(context.WithoutCancel(ctx))
+	cfg = bridges.Resolve(cfg)
 	ups, err := pinUpstreams(cfg, only)
 	if err != nil {
 		fmt.Fprintln(stderr, "manifest pin:", err)
@@ -56,6 +62,9 @@ func manifestPin(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	if err := catalogHeaders(cfg, ups); err != nil {
 		return err
+	}
+	for i := range ups {
+		ups[i].Header = bridges.WithHeader(ups[i].Name, ups[i].Header)
 	}
 	old, err := catalog.LoadManifest(path)
 	switch {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/config"
 	"github.com/mcpgate/mcpgate/internal/app"
+	"github.com/mcpgate/mcpgate/internal/stdio"
 	"github.com/mcpgate/mcpgate/policy"
 )
 
@@ -37,10 +38,22 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// countSet counts the non-empty values.
+func countSet(vals ...string) int {
+	n := 0
+	for _, v := range vals {
+		if v != "" {
+			n++
+		}
+	}
+	return n
+}
+
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("serve", stderr)
 	cfgPath := fs.String("config", "", "configuration `file` (YAML)")
 	upstream := fs.String("upstream", "", "one-line mode: the upstream MCP endpoint `URL`")
+	upstreamCommand := fs.String("upstream-command", "", "one-line mode: a stdio MCP server's `command line`, which mcpgate starts and serves (plain words and quotes, split as a shell would; nothing expanded), e.g. \"npx -y @modelcontextprotocol/server-everything\"")
 	listen := fs.String("listen", "", "proxy listener `address` (overrides the config)")
 	admin := fs.String("admin", "", "admin listener `address` (overrides the config)")
 	policyDir := fs.String("policy", "", "policy `directory` (overrides the config)")
@@ -53,16 +66,24 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	var problems []error
-	if (*cfgPath == "") == (*upstream == "") {
-		problems = append(problems, errors.New("give exactly one of --config or --upstream"))
+	var argv []string
+	if *upstreamCommand != "" {
+		var err error
+		if argv, err = stdio.SplitCommand(*upstreamCommand); err != nil {
+			problems = append(problems, fmt.Errorf("--upstream-command: %w", err))
+		}
 	}
-	if len(readTools) > 0 && *upstream == "" {
+	oneLine := *upstream != "" || *upstreamCommand != ""
+	if n := countSet(*cfgPath, *upstream, *upstreamCommand); n != 1 {
+		problems = append(problems, errors.New("give exactly one of --config, --upstream or --upstream-command"))
+	}
+	if len(readTools) > 0 && !oneLine {
 		problems = append(problems, errors.New("--read-tools is for the one-line mode (--upstream); with --config, declare the tools under upstreams[].tools"))
 	}
 	undeclaredSet := false
 	fs.Visit(func(f *flag.Flag) { undeclaredSet = undeclaredSet || f.Name == "undeclared-tools" })
 	switch {
-	case undeclaredSet && *upstream == "":
+	case undeclaredSet && !oneLine:
 		problems = append(problems, errors.New("--undeclared-tools is for the one-line mode (--upstream); with --config, set upstreams[].undeclared_tools"))
 	case *undeclared != policy.UndeclaredConfirm && *undeclared != policy.UndeclaredRefuse:
 		problems = append(problems, fmt.Errorf("--undeclared-tools %q: use %q or %q", *undeclared, policy.UndeclaredConfirm, policy.UndeclaredRefuse))
@@ -79,6 +100,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	} else {
 		cfg = config.Default(*upstream)
+		if argv != nil {
+			cfg.Upstreams[0].URL, cfg.Upstreams[0].Command = "", &config.Command{Argv: argv}
+			cfg.ApplyDefaults()
+		}
 		cfg.Upstreams[0].UndeclaredTools = *undeclared
 		if len(readTools) > 0 {
 			cfg.Upstreams[0].Tools = map[string]policy.ToolDeclaration{}

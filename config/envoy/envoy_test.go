@@ -1,6 +1,6 @@
 // Tests for the Envoy configurations in this directory.
 //
-// Each Envoy bootstrap (sidecar.yaml, ingress.yaml) is read the way Envoy
+// Each Envoy bootstrap (sidecar.yaml, ingress.yaml, stdio.yaml) is read the way Envoy
 // reads it: YAML → JSON → protojson into envoy.config.bootstrap.v3.Bootstrap
 // (unknown fields are errors), then every message, including the ones packed
 // in typed_config Anys, goes through its protoc-gen-validate ValidateAll.
@@ -92,7 +92,7 @@ var upstreamName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 // strict protojson: an unknown or misspelt field is an error, as in Envoy.
 var strictJSON = protojson.UnmarshalOptions{}
 
-var bootstrapFiles = []string{"sidecar.yaml", "ingress.yaml", "federation.yaml"}
+var bootstrapFiles = []string{"sidecar.yaml", "ingress.yaml", "federation.yaml", "stdio.yaml"}
 
 // ---------------------------------------------------------------- loading --
 

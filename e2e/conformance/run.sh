@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs the MCP conformance suite (@modelcontextprotocol/conformance, server
 # scenarios) against the Go SDK's conformance "everything-server", directly
-# and, when MCPGATE_BIN is set, through mcpgate with the transparent policy.
-# Every scenario that passes directly must pass through mcpgate.
+# and, when MCPGATE_BIN is set, through mcpgate with the transparent policy:
+# once with the server over streamable HTTP (--upstream URL) and once with
+# mcpgate starting it over stdio (--upstream-command). Every scenario that
+# passes directly (over HTTP) must pass through mcpgate both ways.
 #
 # Modes:
 #   A  --requirements 2026-07-28  against everything-server -stateless=true
@@ -13,6 +15,7 @@
 #   MCPGATE_POLICY         policy dir (default <repo>/rego/examples/transparent)
 #   MCPGATE_EXTRA_ARGS     extra arguments appended to `mcpgate serve`
 #   CONFORMANCE_MODES      modes to run (default "A B")
+#   CONFORMANCE_STDIO=0    skip the runs through mcpgate over stdio
 #   UPSTREAM_PORT, GATEWAY_PORT, ADMIN_PORT
 #                          fixed ports (default: random free ports)
 #   MCP_PATH               MCP endpoint path on the upstream (default /mcp)
@@ -182,6 +185,48 @@ run_suite() {
   log "  checks: $(sed -n 's/^Total: \([0-9]*\) passed, \([0-9]*\) failed.*/\1 ok, \2 not ok/p' "$dir/suite.log" | tail -1) ($((SECONDS - t0))s)"
 }
 
+# run_gateway DIR REQUIREMENTS UPSTREAM-FLAGS... : starts mcpgate in front
+# of the upstream the flags name, runs the suite through it, writes
+# DIR/summary.json and stops mcpgate.
+run_gateway() {
+  local dir=$1 reqs=$2 gport aport; shift 2
+  free_port "${GATEWAY_PORT:-}"; gport=$PORT
+  free_port "${ADMIN_PORT:-}"; aport=$PORT
+  # shellcheck disable=SC2086 # MCPGATE_EXTRA_ARGS is split on purpose
+  # The transparent policy decides every call: the one-line mode's
+  # confirmation of undeclared tools is turned off.
+  start_proc "$dir/mcpgate.log" "$MCPGATE_BIN" serve \
+    "$@" --undeclared-tools refuse \
+    --listen "127.0.0.1:$gport" \
+    --admin "127.0.0.1:$aport" \
+    --policy "$MCPGATE_POLICY" ${MCPGATE_EXTRA_ARGS:-}
+  GW_PID=$START_PID
+  if wait_http "$GW_PID" "http://127.0.0.1:$aport/readyz" 20 mcpgate "$dir/mcpgate.log" -f; then
+    run_suite "$dir" "http://127.0.0.1:$gport$MCPGATE_PATH" "$reqs"
+  else
+    log "  mcpgate did not become ready: every direct pass counts as a regression"
+    : >"$dir/suite.log"
+    "$NODE" "$HERE/report.mjs" summarize "$dir/out" "$dir/suite.log" "$dir/../required.json" >"$dir/summary.json"
+  fi
+  stop_proc "$GW_PID"
+}
+
+# tally LABEL COMPARE.JSON : adds a comparison to the totals and the table.
+tally() {
+  local label=$1 file=$2 passed regressions checkregs
+  COMPARES+=("$file")
+  read -r passed regressions checkregs < <("$NODE" -e '
+    const r = require(process.argv[1]);
+    console.log(r.direct.passed, r.gateway ? r.regressions.length : 0, r.gateway ? r.checkRegressions.length : 0)' "$file")
+  GATED=$((GATED + passed))
+  REGRESSED=$((REGRESSED + regressions))
+  if ((regressions > 0)); then FAIL=1; fi
+  if ((checkregs > 0)); then
+    log "  $label: $checkregs check(s) succeed directly but not through mcpgate (see results.txt)"
+    if [[ ${CONFORMANCE_STRICT:-} == 1 ]]; then CHECKREGS=$((CHECKREGS + checkregs)); FAIL=1; fi
+  fi
+}
+
 FAIL=0
 GATED=0
 REGRESSED=0
@@ -215,41 +260,22 @@ for mode in $MODES; do
     log "  through mcpgate"
     mkdir -p "$mdir/mcpgate"
     start_upstream "$mdir/mcpgate" "$stateless"   # fresh upstream: no state carried over
-    free_port "${GATEWAY_PORT:-}"; gport=$PORT
-    free_port "${ADMIN_PORT:-}"; aport=$PORT
-    # shellcheck disable=SC2086 # MCPGATE_EXTRA_ARGS is split on purpose
-    # The transparent policy decides every call: the one-line mode's
-    # confirmation of undeclared tools is turned off.
-    start_proc "$mdir/mcpgate/mcpgate.log" "$MCPGATE_BIN" serve \
-      --upstream "$UP_URL" --undeclared-tools refuse \
-      --listen "127.0.0.1:$gport" \
-      --admin "127.0.0.1:$aport" \
-      --policy "$MCPGATE_POLICY" ${MCPGATE_EXTRA_ARGS:-}
-    GW_PID=$START_PID
-    if wait_http "$GW_PID" "http://127.0.0.1:$aport/readyz" 20 mcpgate "$mdir/mcpgate/mcpgate.log" -f; then
-      run_suite "$mdir/mcpgate" "http://127.0.0.1:$gport$MCPGATE_PATH" "$reqs"
-    else
-      log "  mcpgate did not become ready: every direct pass counts as a regression"
-      : >"$mdir/mcpgate/suite.log"
-      "$NODE" "$HERE/report.mjs" summarize "$mdir/mcpgate/out" "$mdir/mcpgate/suite.log" "$mdir/required.json" >"$mdir/mcpgate/summary.json"
-    fi
-    stop_proc "$GW_PID"
+    run_gateway "$mdir/mcpgate" "$reqs" --upstream "$UP_URL"
     stop_proc "$UP_PID"
     gw_summary="$mdir/mcpgate/summary.json"
   fi
-
   # shellcheck disable=SC2086 # empty gw_summary must vanish
   "$NODE" "$HERE/report.mjs" compare "$mode" "$mdir/direct/summary.json" $gw_summary >"$mdir/compare.json"
-  COMPARES+=("$mdir/compare.json")
-  read -r passed regressions checkregs < <("$NODE" -e '
-    const r = require(process.argv[1]);
-    console.log(r.direct.passed, r.regressions.length, r.checkRegressions.length)' "$mdir/compare.json")
-  GATED=$((GATED + passed))
-  REGRESSED=$((REGRESSED + regressions))
-  if ((regressions > 0)); then FAIL=1; fi
-  if ((checkregs > 0)); then
-    log "  mode $mode: $checkregs check(s) succeed directly but not through mcpgate (see results.txt)"
-    if [[ ${CONFORMANCE_STRICT:-} == 1 ]]; then CHECKREGS=$((CHECKREGS + checkregs)); FAIL=1; fi
+  tally "$mode" "$mdir/compare.json"
+
+  if [[ -n ${MCPGATE_BIN:-} && ${CONFORMANCE_STDIO:-1} != 0 ]]; then
+    # The same server over stdio, started by mcpgate; held to the direct
+    # HTTP run.
+    log "  through mcpgate, the server over stdio"
+    mkdir -p "$mdir/stdio"
+    run_gateway "$mdir/stdio" "$reqs" --upstream-command "$ES"
+    "$NODE" "$HERE/report.mjs" compare "$mode/stdio" "$mdir/direct/summary.json" "$mdir/stdio/summary.json" "$HERE/stdio-known.json" >"$mdir/compare-stdio.json"
+    tally "$mode/stdio" "$mdir/compare-stdio.json"
   fi
 done
 

@@ -69,6 +69,9 @@ type App struct {
 	// tracer exports the pipeline's spans (config tracing); nil: off.
 	tracer *tracing.Provider
 
+	// bridges serve the stdio upstreams on loopback (stdio.go).
+	bridges *Bridges
+
 	// cfgSrc is the configuration file SIGHUP rereads (reload.go).
 	cfgSrc configSource
 
@@ -94,6 +97,22 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := gateway.NewMetrics(a.reg)
 	a.cfgSrc.count = newConfigReloads(a.reg) // reload.go
+
+	// The stdio upstreams first: their bridges' URLs stand for their
+	// url in everything below (stdio.go).
+	bridges, err := StartBridges(cfg, log, newStdioMetrics(a.reg))
+	if err != nil {
+		return nil, err
+	}
+	started := false
+	defer func() {
+		if !started {
+			_ = bridges.Close(context.Background())
+		}
+	}()
+	a.bridges = bridges
+	cfg = bridges.Resolve(cfg)
+	a.cfg = cfg
 
 	decls := map[string]map[string]policy.ToolDeclaration{}
 	for _, u := range cfg.Upstreams {
@@ -171,6 +190,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 		id.close()
 		return nil, err
 	}
+	bridges.addCredentials(creds)
 	a.creds = creds
 	var cat gateway.ToolCatalog
 	var onToolsChanged func(string)
@@ -335,6 +355,9 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 		}
 		a.AdminAddr = addr
 	}
+	if err := bridges.WaitReady(ctx, cfg); err != nil {
+		log.Warn("starting without a stdio upstream; it keeps being restarted and /readyz says not ready until it answers", "error", err)
+	}
 	if a.catalog != nil {
 		// After the listeners: an upstream may verify mcpgate's
 		// assertions with the JWKS on the admin listener.
@@ -343,6 +366,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 	}
 	a.reportTools(ctx, cfg) // undeclared.go
 	a.ready.Store(true)
+	started = true
 	return a, nil
 }
 
@@ -382,6 +406,11 @@ func (a *App) adminHandler() http.Handler {
 		if !a.ready.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			fmt.Fprintln(w, "not ready")
+			return
+		}
+		if why := a.bridges.notReady(); why != "" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintln(w, "not ready:", why)
 			return
 		}
 		if !a.Engine.Ready() {
@@ -463,6 +492,9 @@ func (a *App) Shutdown(ctx context.Context) error {
 		}
 	}
 	a.wg.Wait()
+	if err := a.bridges.Close(ctx); err != nil { // the stdio upstreams' children
+		errs = append(errs, err)
+	}
 	if a.Approvals != nil {
 		a.Approvals.Close() // the webhook sender
 	}

@@ -86,6 +86,7 @@ func (a *App) applyConfigFile(ctx context.Context, src *configSource) error {
 			return err
 		}
 	}
+	next = a.bridges.Resolve(next) // stdio upstreams keep their bridges (stdio.go)
 	prev := a.cfg
 	hot, restart := diffConfig(prev, next)
 	eff := mergeHot(prev, next)

@@ -20,6 +20,9 @@ type Options struct {
 	Upstream string
 	// URL is the upstream's MCP endpoint; Route the path clients call.
 	URL, Route string
+	// Command, when set, is the argv of a stdio upstream, written as
+	// upstreams[].command.argv in place of url.
+	Command []string
 	// Snapshot is the upstream's listing.
 	Snapshot *catalog.Snapshot
 	// Lint is the lint report of the snapshot's tools.
@@ -79,8 +82,12 @@ func Render(o Options) []byte {
 	}
 
 	c := func(indent int, format string, args ...any) { comment(&b, indent, fmt.Sprintf(format, args...)) }
-	c(0, "mcpgate draft configuration for the MCP server at %s, written by `mcpgate init` on %s from its tools/list (%s, MCP %s).",
-		o.URL, o.Now.UTC().Format(time.RFC3339), plural(len(s.Tools), "tool"), orUnknown(s.ProtocolVersion))
+	where := "at " + o.URL
+	if o.Command != nil {
+		where = "started with " + strings.Join(o.Command, " ")
+	}
+	c(0, "mcpgate draft configuration for the MCP server %s, written by `mcpgate init` on %s from its tools/list (%s, MCP %s).",
+		where, o.Now.UTC().Format(time.RFC3339), plural(len(s.Tools), "tool"), orUnknown(s.ProtocolVersion))
 	b.WriteString("#\n")
 	c(0, "REVIEW IT BEFORE USE. Every effect class, right and untrusted_text path below is a guess made from the tool's name, its annotations and its schemas; the comment above each says why. Where the signals disagree or say nothing, the draft proposes %s, the most guarded class: a person confirms every call (%d of %d tools here). Annotations are the upstream's own claims, taken as hints only.",
 		MostGuarded, unsure, len(tools))
@@ -98,7 +105,16 @@ func Render(o Options) []byte {
 
 	b.WriteString("upstreams:\n")
 	fmt.Fprintf(&b, "  - name: %s\n", quote(o.Upstream))
-	fmt.Fprintf(&b, "    url: %s\n", quote(o.URL))
+	if o.Command != nil {
+		// A stdio server (docs/guides/stdio-upstreams.md): mcpgate starts it.
+		args := make([]string, len(o.Command))
+		for i, a := range o.Command {
+			args[i] = quote(a)
+		}
+		fmt.Fprintf(&b, "    command:                           # a stdio server mcpgate starts; secrets go in env_files\n      argv: [%s]\n", strings.Join(args, ", "))
+	} else {
+		fmt.Fprintf(&b, "    url: %s\n", quote(o.URL))
+	}
 	fmt.Fprintf(&b, "    route: %s\n", quote(o.Route))
 	if len(tools) == 0 {
 		b.WriteString("    # The upstream listed no tools.\n    tools: {}\n")

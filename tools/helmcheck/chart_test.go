@@ -205,19 +205,28 @@ func generic(t *testing.T, b []byte) map[string]any {
 	return v
 }
 
-// TestSidecarBootstrapIsTheExample: with the example's values the chart's
-// Envoy bootstrap is config/envoy/sidecar.yaml, field for field.
+// TestSidecarBootstrapIsTheExample: with the examples' values the chart's
+// Envoy bootstrap is config/envoy/sidecar.yaml (an MCP server container in
+// the pod) or config/envoy/stdio.yaml (a stdio server mcpgate starts),
+// field for field.
 func TestSidecarBootstrapIsTheExample(t *testing.T) {
-	files, err := EnvoyFiles(render(t, filepath.Join(chartDir, "ci", "sidecar-values.yaml")), exampleDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := os.ReadFile(filepath.Join(exampleDir, "sidecar.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if g, w := generic(t, files["sidecar.yaml"]), generic(t, want); !reflect.DeepEqual(g, w) {
-		t.Errorf("the chart's sidecar bootstrap drifted from config/envoy/sidecar.yaml:\nchart:   %v\nexample: %v", g, w)
+	for _, tc := range []struct{ values, example string }{
+		{"sidecar-values.yaml", "sidecar.yaml"},
+		{"sidecar-stdio-values.yaml", "stdio.yaml"},
+	} {
+		t.Run(tc.values, func(t *testing.T) {
+			files, err := EnvoyFiles(render(t, filepath.Join(chartDir, "ci", tc.values)), exampleDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := os.ReadFile(filepath.Join(exampleDir, tc.example))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g, w := generic(t, files["sidecar.yaml"]), generic(t, want); !reflect.DeepEqual(g, w) {
+				t.Errorf("the chart's sidecar bootstrap drifted from config/envoy/%s:\nchart:   %v\nexample: %v", tc.example, g, w)
+			}
+		})
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 )
 
 // The files config/envoy's tests read from their working directory.
-var envoyExampleFiles = []string{"sidecar.yaml", "ingress.yaml", "envoy-gateway.yaml", "istio-envoyfilter.yaml",
+var envoyExampleFiles = []string{"sidecar.yaml", "ingress.yaml", "stdio.yaml", "envoy-gateway.yaml", "istio-envoyfilter.yaml",
 	"federation.yaml", "envoy-gateway-federation.yaml", "istio-federation.yaml"}
 
 // BuildEnvoyChecks compiles config/envoy's tests (package envoy_test of the

@@ -236,6 +236,11 @@ mappers:
   mountPath: /etc/mcpgate/bundle
   readOnly: true
 {{- end }}
+{{- if .Values.stdio.existingSecret }}
+- name: stdio-secrets
+  mountPath: /etc/mcpgate/stdio
+  readOnly: true
+{{- end }}
 - name: state
   mountPath: /var/lib/mcpgate
 - name: tmp
