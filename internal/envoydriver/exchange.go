@@ -166,12 +166,16 @@ type exchange struct {
 
 	dec, enc dirState
 
-	reqBodyCh  chan bodyEvent
-	respBodyCh chan bodyEvent
-	upRespCh   chan upstreamResult
-	upCancel   context.CancelFunc
-	upBody     *fifo[[]byte]
-	upStart    time.Time
+	reqBodyCh chan bodyEvent
+	// reqReaderDone is closed when the goroutine reading the client's
+	// body has returned: the handler must not return before it (net/http
+	// reads and closes the body after the handler).
+	reqReaderDone chan struct{}
+	respBodyCh    chan bodyEvent
+	upRespCh      chan upstreamResult
+	upCancel      context.CancelFunc
+	upBody        *fifo[[]byte]
+	upStart       time.Time
 
 	// route is the route chosen (routeCached) on the request headers:
 	// by the connection manager before the filters, again by the router
@@ -244,6 +248,12 @@ func (x *exchange) run() bool {
 
 func (x *exchange) cleanup() {
 	close(x.loopDone)
+	if x.reqReaderDone != nil {
+		// A read blocked on a client that sends no more ends at the
+		// deadline; the reader then sees loopDone and returns.
+		_ = x.rc.SetReadDeadline(time.Now())
+		<-x.reqReaderDone
+	}
 	x.dec.stopTimer()
 	x.enc.stopTimer()
 	if x.side != nil && !x.sideClosed {
@@ -291,8 +301,11 @@ func (x *exchange) decodeHeaders() {
 	if st.noBody {
 		st.completeBody = true
 	} else {
-		x.reqBodyCh = make(chan bodyEvent)
-		go readBody(r.Body, r.ContentLength, x.reqBodyCh, x.loopDone)
+		x.reqBodyCh, x.reqReaderDone = make(chan bodyEvent), make(chan struct{})
+		go func() {
+			defer close(x.reqReaderDone)
+			readBody(r.Body, r.ContentLength, x.reqBodyCh, x.loopDone)
+		}()
 	}
 	// The connection manager chooses the route on the client's headers
 	// before any filter runs (ActiveStream::decodeHeaders →
