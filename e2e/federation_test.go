@@ -102,6 +102,33 @@ type fedEnv struct {
 	proxy, admin string
 	clash        *clashUpstream
 	demo         *demo.Server
+	// vias are the paths to the server: the standalone proxy, and the
+	// Envoy driver once it routes on x-mcpgate-upstream
+	// (federationThroughEnvoy).
+	vias []via
+	// targets are the members' base URLs, by upstream name (an Envoy
+	// cluster each).
+	targets map[string]string
+	extproc string
+}
+
+// federationThroughEnvoy turns on the ext_proc half of the federation
+// tests: the Envoy driver in front of mcpgate's ext_proc listener,
+// routing each request to the member cluster named by the
+// x-mcpgate-upstream header mcpgate sets (and clearing its route cache).
+// Off until the driver and the ext_proc adapter route on it;
+// federationEnvoyVia is where that run starts.
+const federationThroughEnvoy = false
+
+// federationEnvoyVia starts the Envoy driver for e's virtual server and
+// returns its via; nil while federationThroughEnvoy is off.
+func federationEnvoyVia(t *testing.T, e *fedEnv) *via {
+	t.Helper()
+	if !federationThroughEnvoy {
+		return nil
+	}
+	t.Fatal("the Envoy driver's member routing is not wired here yet: start it for e.targets and e.extproc")
+	return nil
 }
 
 func startFederation(t *testing.T) *fedEnv {
@@ -124,6 +151,7 @@ func startFederation(t *testing.T) *fedEnv {
 	}
 	cfg.Listeners.Proxy.Address = "127.0.0.1:0"
 	cfg.Listeners.Admin.Address = "127.0.0.1:0"
+	cfg.Listeners.ExtProc.Address = "127.0.0.1:0"
 	cfg.Upstreams[0].URL = up.URL + "/mcp"
 	cfg.Upstreams[0].Route = "" // a member only
 	delete(cfg.Upstreams[0].Tools, demo.ToolCancelBooking)
@@ -142,7 +170,13 @@ func startFederation(t *testing.T) *fedEnv {
 		t.Fatal(err)
 	}
 	a := startApp(t, cfg)
-	return &fedEnv{proxy: "http://" + a.ProxyAddr + "/mcp", admin: "http://" + a.AdminAddr, clash: clash, demo: d}
+	e := &fedEnv{proxy: "http://" + a.ProxyAddr + "/mcp", admin: "http://" + a.AdminAddr, clash: clash, demo: d, extproc: a.ExtProcAddr,
+		targets: map[string]string{"demo": up.URL, "everything": strings.TrimSuffix(every, "/mcp"), "clash": strings.TrimSuffix(clash.url, "/mcp"), "gone": strings.TrimSuffix(downURL, "/mcp")}}
+	e.vias = []via{{"proxy", e.proxy}}
+	if v := federationEnvoyVia(t, e); v != nil {
+		e.vias = append(e.vias, *v)
+	}
+	return e
 }
 
 // rpc sends one 2026-07-28 request to the federated route and decodes the
@@ -204,10 +238,39 @@ func (e *fedEnv) list(t *testing.T, method, kind, key string) []string {
 }
 
 // TestFederation: three real upstreams and one that is down behind one
-// route of the standalone proxy.
+// route, through each via (federationCases), then a member whose tools
+// drift.
 func TestFederation(t *testing.T) {
-	e := startFederation(t)
+	env := startFederation(t)
+	for _, v := range env.vias {
+		t.Run(v.name, func(t *testing.T) {
+			e := *env
+			e.proxy = v.base
+			federationCases(t, &e)
+		})
+	}
+	e := env
+	t.Run("a member's tools drift", func(t *testing.T) {
+		e.clash.srv.AddTool(&sdk.Tool{Name: "echo", Description: "changed", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "changed"}}}, nil
+			})
+		e.clash.srv.RemoveTools(demo.ToolFindCustomers)
+		poll.Until(t, 3*config.MinCatalogRefresh, "the catalog lists the clash member again", func() bool {
+			return !slices.Contains(e.list(t, "tools/list", "tools", "name"), "cl_"+demo.ToolFindCustomers)
+		})
+		if isErr, text := e.callTool(t, "cl_"+demo.ToolFindCustomers, `{}`); !isErr {
+			t.Errorf("a removed tool was called: %q", text)
+		}
+		if isErr, text := e.callTool(t, "bk_"+demo.ToolFindCustomers, `{"query":"Ada"}`); isErr {
+			t.Errorf("another member's tool failed: %q", text)
+		}
+	})
+}
 
+// federationCases are the cases every path to the virtual server must
+// pass alike.
+func federationCases(t *testing.T, e *fedEnv) {
 	tools := e.list(t, "tools/list", "tools", "name")
 	t.Run("tools/list", func(t *testing.T) {
 		want := []string{"bk_" + demo.ToolFindCustomers, "ev_test_simple_text", "ev_test_embedded_resource", "cl_" + demo.ToolFindCustomers, "cl_echo"}
@@ -355,20 +418,4 @@ func TestFederation(t *testing.T) {
 		}
 	})
 
-	t.Run("a member's tools drift", func(t *testing.T) {
-		e.clash.srv.AddTool(&sdk.Tool{Name: "echo", Description: "changed", InputSchema: json.RawMessage(`{"type":"object"}`)},
-			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "changed"}}}, nil
-			})
-		e.clash.srv.RemoveTools(demo.ToolFindCustomers)
-		poll.Until(t, 3*config.MinCatalogRefresh, "the catalog lists the clash member again", func() bool {
-			return !slices.Contains(e.list(t, "tools/list", "tools", "name"), "cl_"+demo.ToolFindCustomers)
-		})
-		if isErr, text := e.callTool(t, "cl_"+demo.ToolFindCustomers, `{}`); !isErr {
-			t.Errorf("a removed tool was called: %q", text)
-		}
-		if isErr, text := e.callTool(t, "bk_"+demo.ToolFindCustomers, `{"query":"Ada"}`); isErr {
-			t.Errorf("another member's tool failed: %q", text)
-		}
-	})
 }
