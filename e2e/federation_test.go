@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -102,6 +103,7 @@ type fedEnv struct {
 	proxy, admin string
 	clash        *clashUpstream
 	demo         *demo.Server
+	seen         *demoSeen
 	// vias are the paths to the server: the standalone proxy, and the
 	// Envoy driver once it routes on x-mcpgate-upstream
 	// (federationThroughEnvoy).
@@ -134,7 +136,8 @@ func federationEnvoyVia(t *testing.T, e *fedEnv) *via {
 func startFederation(t *testing.T) *fedEnv {
 	t.Helper()
 	d := demo.New(demo.Options{})
-	up := httptest.NewServer(d.Handler())
+	seen := &demoSeen{}
+	up := httptest.NewServer(seen.wrap(d.Handler()))
 	t.Cleanup(up.Close)
 	clash := startClash(t)
 	every := startEverythingStateless(t)
@@ -170,7 +173,7 @@ func startFederation(t *testing.T) *fedEnv {
 		t.Fatal(err)
 	}
 	a := startApp(t, cfg)
-	e := &fedEnv{proxy: "http://" + a.ProxyAddr + "/mcp", admin: "http://" + a.AdminAddr, clash: clash, demo: d, extproc: a.ExtProcAddr,
+	e := &fedEnv{seen: seen, proxy: "http://" + a.ProxyAddr + "/mcp", admin: "http://" + a.AdminAddr, clash: clash, demo: d, extproc: a.ExtProcAddr,
 		targets: map[string]string{"demo": up.URL, "everything": strings.TrimSuffix(every, "/mcp"), "clash": strings.TrimSuffix(clash.url, "/mcp"), "gone": strings.TrimSuffix(downURL, "/mcp")}}
 	e.vias = []via{{"proxy", e.proxy}}
 	if v := federationEnvoyVia(t, e); v != nil {
@@ -250,6 +253,7 @@ func TestFederation(t *testing.T) {
 		})
 	}
 	e := env
+	t.Run("older revision sessions", func(t *testing.T) { federationSessions(t, e) })
 	t.Run("a member's tools drift", func(t *testing.T) {
 		e.clash.srv.AddTool(&sdk.Tool{Name: "echo", Description: "changed", InputSchema: json.RawMessage(`{"type":"object"}`)},
 			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
@@ -418,4 +422,106 @@ func federationCases(t *testing.T, e *fedEnv) {
 		}
 	})
 
+}
+
+// demoSeen records the session ids and methods the demo member receives.
+type demoSeen struct {
+	mu   sync.Mutex
+	reqs []demoReq
+}
+
+type demoReq struct{ httpMethod, method, session string }
+
+func (s *demoSeen) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(strings.NewReader(string(body)))
+		var m struct {
+			Method string `json:"method"`
+		}
+		_ = json.Unmarshal(body, &m)
+		s.mu.Lock()
+		s.reqs = append(s.reqs, demoReq{r.Method, m.Method, r.Header.Get("Mcp-Session-Id")})
+		s.mu.Unlock()
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (s *demoSeen) since(n int) []demoReq {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.reqs[n:])
+}
+
+func (s *demoSeen) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.reqs)
+}
+
+// federationSessions: an SDK client of revision 2025-11-25 on the virtual
+// server. mcpgate answers initialize with its own session; the demo member
+// gets one session of its own, opened once under parallel first calls,
+// never sees the client's session id, and is closed with the client's
+// DELETE; stateless members are called without one.
+func federationSessions(t *testing.T, e *fedEnv) {
+	before := e.seen.len()
+	cs := connectSDK(t, e.proxy, "", "2025-11-25")
+	if cs.ID() == "" {
+		t.Fatal("mcpgate issued no session")
+	}
+	names := toolNames(t, cs)
+	if !slices.Contains(names, "bk_"+demo.ToolFindCustomers) || !slices.Contains(names, "cl_echo") {
+		t.Fatalf("tools/list: %v", names)
+	}
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "bk_" + demo.ToolFindCustomers, Arguments: map[string]any{"query": "Ada"}})
+			if err == nil && res.IsError {
+				err = fmt.Errorf("tool error: %v", res.Content)
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("bk_find_customers: %v", err)
+		}
+	}
+	if res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "cl_echo", Arguments: map[string]any{}}); err != nil || res.IsError {
+		t.Errorf("cl_echo: %v %+v", err, res)
+	}
+	var inits int
+	memberSession := ""
+	for _, r := range e.seen.since(before) {
+		if r.session == cs.ID() {
+			t.Errorf("the client's session id reached the member: %+v", r)
+		}
+		switch {
+		case r.method == "initialize":
+			inits++
+		case r.method == "tools/call":
+			if r.session == "" || (memberSession != "" && r.session != memberSession) {
+				t.Errorf("tools/call with member session %q (first %q)", r.session, memberSession)
+			}
+			memberSession = r.session
+		}
+	}
+	if inits != 1 {
+		t.Errorf("the demo member got %d initialize requests for one client session, want 1", inits)
+	}
+	n := e.seen.len()
+	if err := cs.Close(); err != nil {
+		t.Logf("close: %v", err)
+	}
+	poll.Until(t, 5*time.Second, "the member session's DELETE", func() bool {
+		return slices.ContainsFunc(e.seen.since(n), func(r demoReq) bool { return r.httpMethod == "DELETE" && r.session == memberSession })
+	})
 }

@@ -3,6 +3,8 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"log/slog"
 	"slices"
@@ -48,6 +50,24 @@ type MemberLister interface {
 	Capabilities(ctx context.Context, upstream string) (jsontext.Value, bool)
 }
 
+// MemberSessions holds, for each client session mcpgate terminates on a
+// federated route (revisions before 2026-07-28), one session per member.
+// internal/app implements it over HTTP; the pipeline never opens
+// connections itself. Implementations must be safe for concurrent use.
+type MemberSessions interface {
+	// Session returns the member's session id for client session key and
+	// the revision the member agreed to, opening the session on first use
+	// (initialize, then notifications/initialized, asking for version,
+	// with header's fields: the forwarded request's assertion and
+	// credential). Parallel first uses open one session.
+	Session(ctx context.Context, key, upstream, version string, header mcp.Header) (id, agreed string, err error)
+	// Reset forgets the member session id after the member answered 404
+	// for it: the next use opens a new one.
+	Reset(key, upstream, id string)
+	// Close ends the member sessions of key (HTTP DELETE to each member).
+	Close(ctx context.Context, key string)
+}
+
 // federate is the expose stage of a request on a federated route: the
 // name or URI the message carries resolves to one member (federation's
 // resolvers), the body gets the member's own name or URI, and the
@@ -59,11 +79,17 @@ func (p *Pipeline) federate(ctx context.Context, x *Exchange, f *federation) *Ve
 	x.fed = f
 	msg := x.msg
 	if msg == nil {
-		// An older revision's GET stream or DELETE: a federated route has
-		// no upstream session to relay (the MCP answer for "no stream").
+		if x.req.Method == "DELETE" && x.req.Header.Get(SessionHeader) != "" {
+			return nil // the session's end: federationGate, once authenticated
+		}
+		// An older revision's GET stream: mcpgate offers none on a
+		// federated route (the MCP answer for "no stream").
 		l := local(405, nil)
-		l.Header = mcp.Header{"allow": {"POST, OPTIONS"}}
+		l.Header = mcp.Header{"allow": {"POST, DELETE, OPTIONS"}}
 		return x.answerAs(OutcomeInvalid, l)
+	}
+	if msg.Kind == mcp.KindResponse {
+		return p.federateResponse(ctx, x, f)
 	}
 	if msg.Kind != mcp.KindRequest {
 		return nil
@@ -128,6 +154,14 @@ func (p *Pipeline) federationGate(ctx context.Context, x *Exchange) *Verdict {
 		return nil
 	}
 	msg := x.msg
+	if msg == nil {
+		// DELETE: the client ends its session; mcpgate ends the members'.
+		if p.opts.MemberSessions != nil {
+			p.opts.MemberSessions.Close(ctx, x.req.Header.Get(SessionHeader))
+		}
+		x.unbindSession(200)
+		return x.answerAs(OutcomeLocal, local(200, nil))
+	}
 	switch msg.Kind {
 	case mcp.KindNotification:
 		return x.answerAs(OutcomeLocal, local(202, nil))
@@ -268,7 +302,17 @@ func (p *Pipeline) federatedAnswer(ctx context.Context, x *Exchange) *Verdict {
 	}
 	switch m := x.msg.Method; {
 	case m == mcp.MethodInitialize || m == mcp.MethodServerDiscover:
-		return x.answer(p.federatedDiscover(ctx, x))
+		l := p.federatedDiscover(ctx, x)
+		if m == mcp.MethodInitialize && l.Status == 200 {
+			// mcpgate's own session, bound to the caller; each member's
+			// is opened on first use (MemberSessions).
+			id := newSessionID()
+			if err := x.bindSessionID(id); err != nil {
+				return x.answerAs(OutcomeError, unavailable(x.msg, "The gateway cannot start a session right now."))
+			}
+			l.Header.Set(SessionHeader, id)
+		}
+		return x.answer(l)
 	case listKinds[m] != "":
 		return x.answer(p.federatedList(ctx, x, listKinds[m]))
 	}
@@ -494,4 +538,89 @@ func (x *Exchange) exposeParamURI(params []byte) ([]byte, error) {
 		return nil, err
 	}
 	return withMember(params, "uri", q)
+}
+
+// newSessionID is a session id mcpgate issues on a federated route: 128
+// random bits, hex (visible ASCII, as MCP requires).
+func newSessionID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// memberIDSeparator joins a member's prefix and the raw JSON text of the
+// id of a request the member sent a client: the id the client sees is the
+// string "<prefix>/<raw id>", and its answer goes back to that member
+// under the member's own id.
+const memberIDSeparator = "/"
+
+// exposeRequestID returns the server-to-client request body with its id
+// id exposed for the client (memberIDSeparator).
+func (x *Exchange) exposeRequestID(body []byte, id jsontext.Value) ([]byte, error) {
+	q, err := jsontext.AppendQuote(nil, x.memberPrefix()+memberIDSeparator+string(id))
+	if err != nil {
+		return nil, err
+	}
+	return withMember(body, "id", q)
+}
+
+// federateResponse routes a client's answer to a server-to-client request
+// back to the member that sent it, with the member's own id
+// (exposeRequestID); an answer that names no member is refused by
+// federationGate.
+func (p *Pipeline) federateResponse(_ context.Context, x *Exchange, f *federation) *Verdict {
+	var exposed string
+	if json.Unmarshal(x.msg.ID, &exposed) != nil {
+		return nil
+	}
+	prefix, raw, ok := strings.Cut(exposed, memberIDSeparator)
+	m := f.byPrefix[prefix]
+	if !ok || m == nil || !jsontext.Value(raw).IsValid() {
+		return nil
+	}
+	body, err := withMember(x.body, "id", []byte(raw))
+	if err != nil {
+		return nil
+	}
+	x.msg.ID = jsontext.Value(raw)
+	x.body, x.bodyChanged = body, true
+	r := *x.req
+	r.Upstream = m.Upstream
+	x.req, x.member = &r, m.Upstream
+	return nil
+}
+
+// memberSession puts the member's session into v, the verdict of a
+// request of an older revision on a federated route: the client's
+// session id (mcpgate's own) never reaches a member, and a member's never
+// reaches the client. It returns the answer when the member's session
+// cannot be opened.
+func (p *Pipeline) memberSession(x *Exchange, v *Verdict) *Local {
+	key := x.req.Header.Get(SessionHeader)
+	if x.member == "" || x.version >= mcp.Version20260728 {
+		return nil
+	}
+	var id, agreed string
+	if p.opts.MemberSessions != nil && key != "" {
+		var err error
+		id, agreed, err = p.opts.MemberSessions.Session(x.ctx, key, x.member, x.version, v.SetHeader)
+		if err != nil {
+			p.log.LogAttrs(x.ctx, slog.LevelWarn, "a member's session cannot be opened", slog.String("upstream", x.member), slog.Any("error", err))
+			x.outcome = OutcomeError
+			return memberUnavailable(x)
+		}
+	}
+	if id == "" {
+		// A member without sessions: mcpgate's own id stays here.
+		if key != "" {
+			v.RemoveHeader = append(slices.Clip(v.RemoveHeader), SessionHeader)
+		}
+		return nil
+	}
+	x.memberSession = id
+	v.SetHeader.Set(SessionHeader, id)
+	if agreed != "" && agreed != x.version {
+		v.SetHeader.Set(mcp.HeaderProtocolVersion, agreed)
+	}
+	return nil
 }

@@ -59,6 +59,9 @@ func (p *Pipeline) forwardVerdict(x *Exchange, body []byte, changed bool) Verdic
 			return Verdict{Local: l}
 		}
 	}
+	if l := p.memberSession(x, &v); l != nil {
+		return Verdict{Local: l}
+	}
 	return v
 }
 

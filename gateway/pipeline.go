@@ -141,6 +141,10 @@ type Options struct {
 	// Servers are the federated routes (federation.go): a request whose
 	// Request.Upstream names one is resolved to one of its members.
 	Servers []Server
+	// MemberSessions holds the members' sessions of the client sessions
+	// mcpgate terminates on federated routes (revisions before
+	// 2026-07-28); nil: older revisions are refused there.
+	MemberSessions MemberSessions
 	// Members lists the prompts, resources and capabilities of federated
 	// routes' members; nil: their lists are empty and initialize
 	// announces tools only.
@@ -415,6 +419,9 @@ type Exchange struct {
 	fed        *federation
 	member     string
 	fedUnknown bool
+	// memberSession is the member's session id the forwarded request
+	// carries (older revisions on a federated route).
+	memberSession string
 	// toolView and catEntry back input.Tool and input.Tool.Catalog of a
 	// tools/call (one allocation with the exchange instead of two more).
 	toolView policy.Tool

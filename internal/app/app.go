@@ -249,6 +249,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 		Tracer:              tp.Tracer(),
 		Servers:             federationServers(cfg), // federation.go
 		Members:             members(cfg, id, creds, log),
+		MemberSessions:      memberSessionsOf(cfg, log),
 	})
 	if len(cfg.Servers) > 0 {
 		a.federation = newFederationCollector(cfg, cat)
