@@ -106,6 +106,8 @@ func (p *Pipeline) federate(ctx context.Context, x *Exchange, f *federation) *Ve
 	case "resources/read", "resources/subscribe", "resources/unsubscribe":
 		upstream, original, ok = f.resolveURI(msg.URI)
 		key = "uri"
+	case "completion/complete":
+		return p.federateCompletion(ctx, x, f)
 	default:
 		return nil
 	}
@@ -126,8 +128,7 @@ func (p *Pipeline) federate(ctx context.Context, x *Exchange, f *federation) *Ve
 		body, params, err = withParam(x.body, key, quoted)
 	}
 	if err != nil {
-		p.log.LogAttrs(ctx, slog.LevelError, "the member's own name cannot be put into the request", slog.Any("error", err))
-		return x.answerAs(OutcomeError, local(500, mcp.ErrorResponse(msg.ID, &mcp.Error{Code: mcp.CodeInternalError, Message: "The gateway could not rewrite the request for its upstream."})))
+		return p.rewriteFailed(ctx, x, err)
 	}
 	if key == "name" {
 		x.exposedAs = msg.Name
@@ -137,9 +138,70 @@ func (p *Pipeline) federate(ctx context.Context, x *Exchange, f *federation) *Ve
 	}
 	msg.Params = params
 	x.body, x.bodyChanged = body, true
+	x.toMember(upstream)
+	return nil
+}
+
+// toMember makes the member upstream the exchange's upstream: from here
+// on the request is the member's, as on the member's own route.
+func (x *Exchange) toMember(upstream string) {
 	r := *x.req
 	r.Upstream = upstream
 	x.req, x.member = &r, upstream
+}
+
+// rewriteFailed answers a request whose body could not take the member's
+// own name (fail closed).
+func (p *Pipeline) rewriteFailed(ctx context.Context, x *Exchange, err error) *Verdict {
+	p.log.LogAttrs(ctx, slog.LevelError, "the member's own name cannot be put into the request", slog.Any("error", err))
+	return x.answerAs(OutcomeError, local(500, mcp.ErrorResponse(x.msg.ID, &mcp.Error{Code: mcp.CodeInternalError, Message: "The gateway could not rewrite the request for its upstream."})))
+}
+
+// federateCompletion resolves the prompt or resource template a
+// completion/complete refers to (params.ref: {"type":"ref/prompt",
+// "name"} or {"type":"ref/resource","uri"}) to its member, with the
+// member's own name or URI template in the body.
+func (p *Pipeline) federateCompletion(ctx context.Context, x *Exchange, f *federation) *Verdict {
+	var params struct {
+		Ref struct {
+			Type string `json:"type"`
+			Name string `json:"name"`
+			URI  string `json:"uri"`
+		} `json:"ref"`
+	}
+	if json.Unmarshal(x.msg.Params, &params, json.RejectUnknownMembers(false)) != nil {
+		x.fedUnknown = true
+		return nil
+	}
+	var upstream, original, key string
+	var ok bool
+	switch params.Ref.Type {
+	case "ref/prompt":
+		upstream, original, ok = f.resolvePrompt(params.Ref.Name)
+		key = "name"
+	case "ref/resource":
+		upstream, original, ok = f.resolveURI(params.Ref.URI)
+		key = "uri"
+	}
+	ref, found, err := member(x.msg.Params, "ref")
+	if !ok || !found || err != nil {
+		x.fedUnknown = true
+		return nil
+	}
+	q, err := jsontext.AppendQuote(nil, original)
+	if err == nil {
+		ref, err = withMember(ref, key, q)
+	}
+	var body, newParams []byte
+	if err == nil {
+		body, newParams, err = withParam(x.body, "ref", ref)
+	}
+	if err != nil {
+		return p.rewriteFailed(ctx, x, err)
+	}
+	x.msg.Params = newParams
+	x.body, x.bodyChanged = body, true
+	x.toMember(upstream)
 	return nil
 }
 
@@ -176,6 +238,9 @@ func (p *Pipeline) federationGate(ctx context.Context, x *Exchange) *Verdict {
 	case msg.Method == "prompts/get":
 		return x.answerAs(OutcomeInvalid, local(200, mcp.ErrorResponse(msg.ID, &mcp.Error{Code: mcp.CodeInvalidParams,
 			Message: "Unknown prompt " + quote(msg.Name) + ": prompt names start with a member's prefix and '_'; call prompts/list."})))
+	case msg.Method == "completion/complete":
+		return x.answerAs(OutcomeInvalid, local(200, mcp.ErrorResponse(msg.ID, &mcp.Error{Code: mcp.CodeInvalidParams,
+			Message: "Unknown reference: params.ref names a prompt (<prefix>_<name>) or resource template (<prefix>+<uri>) of no member; call prompts/list or resources/templates/list."})))
 	case strings.HasPrefix(msg.Method, "resources/") && x.fedUnknown:
 		return x.answerAs(OutcomeInvalid, local(200, mcp.ErrorResponse(msg.ID, &mcp.Error{Code: codeResourceNotFound,
 			Message: "Resource not found: " + quote(msg.URI) + " names no member (URIs start with a member's prefix and '+'); call resources/list."})))
@@ -584,9 +649,7 @@ func (p *Pipeline) federateResponse(_ context.Context, x *Exchange, f *federatio
 	}
 	x.msg.ID = jsontext.Value(raw)
 	x.body, x.bodyChanged = body, true
-	r := *x.req
-	r.Upstream = m.Upstream
-	x.req, x.member = &r, m.Upstream
+	x.toMember(m.Upstream)
 	return nil
 }
 

@@ -38,7 +38,7 @@ func (c memberCatalog) Tool(upstream, name string) (gateway.CatalogTool, bool, b
 // federatedPipeline fronts members upstreams named m0, m1, ... with
 // prefixes p0, p1, ... on server "work", each with tools get_status (as
 // exchangeCatalog) and t1 … tN-1, all declared reads.
-func federatedPipeline(tb testing.TB, members, tools int) *gateway.Pipeline {
+func federatedPipeline(tb testing.TB, members, tools int, more ...gatewaytest.Option) *gateway.Pipeline {
 	cat := memberCatalog{}
 	decls := map[string]map[string]policy.ToolDeclaration{}
 	srv := gateway.Server{Name: "work"}
@@ -57,7 +57,8 @@ func federatedPipeline(tb testing.TB, members, tools int) *gateway.Pipeline {
 		srv.Members = append(srv.Members, gateway.Member{Upstream: up, Prefix: fmt.Sprintf("p%d", i)})
 	}
 	opts := exchangeOpts(cat, nil)
-	return gatewaytest.New(tb, append(opts, gatewaytest.WithDecls(decls), gatewaytest.With(gateway.Options{Servers: []gateway.Server{srv}}))...)
+	opts = append(opts, gatewaytest.WithDecls(decls), gatewaytest.With(gateway.Options{Servers: []gateway.Server{srv}}))
+	return gatewaytest.New(tb, append(opts, more...)...)
 }
 
 func federatedRequest(method, name string, body []byte) *gateway.Request {
@@ -182,5 +183,92 @@ func BenchmarkFederatedToolsList(b *testing.B) {
 		if v.Local == nil || !bytes.Contains(v.Local.Body, []byte("p4_t49")) {
 			b.Fatalf("%+v", v.Local)
 		}
+	}
+}
+
+// fakeMemberSessions records the pipeline's use of gateway.MemberSessions
+// (the HTTP side is internal/app's, tested end to end).
+type fakeMemberSessions struct {
+	opened, reset, closed []string
+}
+
+func (f *fakeMemberSessions) Session(_ context.Context, key, upstream, version string, header mcp.Header) (string, string, error) {
+	f.opened = append(f.opened, key+">"+upstream)
+	return "member-" + upstream, version, nil
+}
+
+func (f *fakeMemberSessions) Reset(key, upstream, id string) {
+	f.reset = append(f.reset, key+">"+upstream+">"+id)
+}
+
+func (f *fakeMemberSessions) Close(_ context.Context, key string) { f.closed = append(f.closed, key) }
+
+func TestFederatedSessions(t *testing.T) {
+	ms := &fakeMemberSessions{}
+	p := federatedPipeline(t, 2, 1, gatewaytest.With(gateway.Options{MemberSessions: ms}))
+	ctx := context.Background()
+	older := func(method, name, session string, body string) *gateway.Request {
+		r := federatedRequest(method, name, []byte(body))
+		r.Header.Set("mcp-protocol-version", "2025-11-25")
+		if method == "" {
+			delete(r.Header, "mcp-method") // a response
+		}
+		if session != "" {
+			r.Header.Set(gateway.SessionHeader, session)
+		}
+		return r
+	}
+
+	_, v := p.HandleRequest(ctx, older("initialize", "", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`))
+	sid := ""
+	if v.Local != nil {
+		sid = v.Local.Header.Get(gateway.SessionHeader)
+	}
+	if v.Local == nil || sid == "" || !bytes.Contains(v.Local.Body, []byte(`"protocolVersion":"2025-11-25"`)) {
+		t.Fatalf("initialize: %+v", v.Local)
+	}
+
+	x, v := p.HandleRequest(ctx, older("tools/call", "p1_get_status", sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"p1_get_status","arguments":{"service":"db"}}}`))
+	if v.Local != nil || v.Upstream != "m1" || v.SetHeader.Get(gateway.SessionHeader) != "member-m1" {
+		t.Fatalf("tools/call: %+v", v)
+	}
+	if _, err := x.ResponseHeaders(404, mcp.Header{"content-type": {"application/json"}}); err != nil {
+		t.Log(err)
+	}
+	x.Finish()
+	if want := []string{sid + ">m1>member-m1"}; !slices.Equal(ms.reset, want) {
+		t.Errorf("after the member's 404: reset %q, want %q", ms.reset, want)
+	}
+
+	// A client's answer to a server-to-client request goes back to the
+	// member whose prefix its id carries, with the member's own id.
+	x, v = p.HandleRequest(ctx, older("", "", sid, `{"jsonrpc":"2.0","id":"p0/17","result":{"action":"accept"}}`))
+	if v.Local != nil || v.Upstream != "m0" || !bytes.Contains(v.Body, []byte(`"id":17`)) {
+		t.Fatalf("client response: %+v %s", v.Local, v.Body)
+	}
+	x.Finish()
+	if _, v := p.HandleRequest(ctx, older("", "", sid, `{"jsonrpc":"2.0","id":"zz/17","result":{}}`)); v.Local == nil || v.Local.Status != 400 {
+		t.Errorf("a response for no member: %+v", v)
+	}
+
+	r := older("", "", sid, "")
+	r.Method, r.Body = "DELETE", nil
+	delete(r.Header, "content-type")
+	if _, v := p.HandleRequest(ctx, r); v.Local == nil || v.Local.Status != 200 || !slices.Equal(ms.closed, []string{sid}) {
+		t.Errorf("DELETE: %+v, closed %q", v.Local, ms.closed)
+	}
+}
+
+func TestFederatedCompletion(t *testing.T) {
+	p := federatedPipeline(t, 2, 1)
+	body := `{"jsonrpc":"2.0","id":3,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"p1_greet"},"argument":{"name":"a","value":"x"},` + meta26 + `}}`
+	x, v := p.HandleRequest(context.Background(), federatedRequest("completion/complete", "", []byte(body)))
+	if v.Local != nil || v.Upstream != "m1" || !bytes.Contains(v.Body, []byte(`"ref":{"type":"ref/prompt","name":"greet"}`)) {
+		t.Fatalf("%+v %s", v.Local, v.Body)
+	}
+	x.Finish()
+	body = strings.Replace(body, "p1_greet", "p9_greet", 1)
+	if _, v := p.HandleRequest(context.Background(), federatedRequest("completion/complete", "", []byte(body))); v.Local == nil || !bytes.Contains(v.Local.Body, []byte("Unknown reference")) {
+		t.Errorf("unknown ref: %+v", v.Local)
 	}
 }
