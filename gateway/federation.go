@@ -147,7 +147,19 @@ func (p *Pipeline) federate(ctx context.Context, x *Exchange, f *federation) *Ve
 func (x *Exchange) toMember(upstream string) {
 	r := *x.req
 	r.Upstream = upstream
+	x.routeReq = x.req
 	x.req, x.member = &r, upstream
+}
+
+// routeRequest is the request as it came in on its route: on a federated
+// route its Upstream is the server, whose protected resource (token
+// audience, scopes, metadata) the caller authenticates for, whichever
+// member the message goes to.
+func (x *Exchange) routeRequest() *Request {
+	if x.routeReq != nil {
+		return x.routeReq
+	}
+	return x.req
 }
 
 // rewriteFailed answers a request whose body could not take the member's
@@ -223,6 +235,13 @@ func (p *Pipeline) federationGate(ctx context.Context, x *Exchange) *Verdict {
 		}
 		x.unbindSession(200)
 		return x.answerAs(OutcomeLocal, local(200, nil))
+	}
+	if msg.Kind == mcp.KindRequest && x.version >= mcp.Version20260728 && msg.Meta.ClientCapabilities == nil {
+		// mcpgate answers this request itself, so it checks what the
+		// server would (SEP-2575): every request declares the client's
+		// capabilities.
+		return x.answerAs(OutcomeInvalid, local(400, mcp.ErrorResponse(msg.ID, &mcp.Error{Code: mcp.CodeInvalidParams,
+			Message: "Invalid params: _meta has no " + mcp.MetaKeyClientCapabilities})))
 	}
 	switch msg.Kind {
 	case mcp.KindNotification:
@@ -443,6 +462,8 @@ func (p *Pipeline) federatedList(ctx context.Context, x *Exchange, kind string) 
 	if x.version >= mcp.Version20260728 {
 		_ = enc.WriteToken(jsontext.String("cacheScope"))
 		_ = enc.WriteToken(jsontext.String("private"))
+		_ = enc.WriteToken(jsontext.String("ttlMs"))
+		_ = enc.WriteToken(jsontext.Int(p.opts.ListTTL.Milliseconds()))
 	}
 	_ = enc.WriteToken(jsontext.EndObject)
 	x.fromCatalog = true // answered for the members: counted as allowed
@@ -502,26 +523,17 @@ func (p *Pipeline) federatedDiscover(ctx context.Context, x *Exchange) *Local {
 		if json.Unmarshal(raw, &c) != nil {
 			continue
 		}
+		// A member's capability, without listChanged and subscribe: a
+		// federated route has no stream of its own to announce changes
+		// or resource updates on.
 		for _, k := range []string{"prompts", "resources", "logging"} {
-			v, has := c[k]
-			if !has {
-				continue
-			}
-			dst := caps[k]
-			if dst == nil {
-				dst = map[string]any{}
-				caps[k] = dst
-			}
-			if obj, ok := v.(map[string]any); ok {
-				// listChanged is not relayed from members; subscribe is.
-				if b, _ := obj["subscribe"].(bool); b {
-					dst["subscribe"] = true
-				}
+			if _, has := c[k]; has {
+				caps[k] = map[string]any{}
 			}
 		}
 	}
-	result := map[string]any{"capabilities": caps}
 	info := map[string]any{"name": x.fed.name, "title": "mcpgate federated server " + x.fed.name, "version": "1"}
+	result := map[string]any{"capabilities": caps, "_meta": map[string]any{metaKeyServerInfo: info}}
 	if x.msg.Method == mcp.MethodInitialize {
 		v := x.msg.InitializeVersion
 		if !mcp.IsSupportedVersion(v) || v >= mcp.Version20260728 {
@@ -687,3 +699,7 @@ func (p *Pipeline) memberSession(x *Exchange, v *Verdict) *Local {
 	}
 	return nil
 }
+
+// metaKeyServerInfo is the _meta member in which a 2026-07-28 server
+// names itself on its results.
+const metaKeyServerInfo = "io.modelcontextprotocol/serverInfo"

@@ -272,3 +272,32 @@ func TestFederatedCompletion(t *testing.T) {
 		t.Errorf("unknown ref: %+v", v.Local)
 	}
 }
+
+// routeAuth is fakeAuth that records the upstream of the requests it
+// authenticates.
+type routeAuth struct {
+	fakeAuth
+	seen []string
+}
+
+func (a *routeAuth) Authenticate(ctx context.Context, r *gateway.Request) (*policy.Principal, *gateway.AuthFailure) {
+	a.seen = append(a.seen, r.Upstream)
+	return a.fakeAuth.Authenticate(ctx, r)
+}
+
+// TestFederatedAuthenticatesForTheRoute: a call resolved to a member is
+// authenticated for the virtual server's route (its token audience), not
+// for the member, which has no route.
+func TestFederatedAuthenticatesForTheRoute(t *testing.T) {
+	a := &routeAuth{}
+	p := federatedPipeline(t, 2, 1, gatewaytest.WithAuth(a))
+	body := strings.Replace(exchangeCall, `"name":"get_status"`, `"name":"p1_get_status"`, 1)
+	x, v := p.HandleRequest(context.Background(), federatedRequest("tools/call", "p1_get_status", []byte(body)))
+	if v.Local != nil || v.Upstream != "m1" {
+		t.Fatalf("%+v", v.Local)
+	}
+	x.Finish()
+	if !slices.Equal(a.seen, []string{"work"}) {
+		t.Errorf("authenticated for %q, want the server's route [work]", a.seen)
+	}
+}

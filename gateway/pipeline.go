@@ -420,8 +420,10 @@ type Exchange struct {
 	member     string
 	fedUnknown bool
 	// memberSession is the member's session id the forwarded request
-	// carries (older revisions on a federated route).
+	// carries (older revisions on a federated route); routeReq is the
+	// request as received when req became the member's (routeRequest).
 	memberSession string
+	routeReq      *Request
 	// toolView and catEntry back input.Tool and input.Tool.Catalog of a
 	// tools/call (one allocation with the exchange instead of two more).
 	toolView policy.Tool

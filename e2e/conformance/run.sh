@@ -7,6 +7,12 @@
 # Modes:
 #   A  --requirements 2026-07-28  against everything-server -stateless=true
 #   B  --requirements 2025-11-25  against everything-server -stateless=false
+#   F  --requirements 2026-07-28  against everything-server -stateless=true as
+#      the single member (prefix ev) of a virtual server (servers:) with
+#      the catalog on; the suite calls the server's own tool and prompt
+#      names, which the route exposes as ev_<name>, so scenarios that call
+#      a named tool, prompt or resource are expected to differ. Not in
+#      the default modes.
 #
 # Environment (all optional):
 #   MCPGATE_BIN            mcpgate binary; unset = direct runs only
@@ -191,7 +197,8 @@ for mode in $MODES; do
   case $mode in
     A) reqs=2026-07-28 stateless=true ;;
     B) reqs=2025-11-25 stateless=false ;;
-    *) die "unknown mode $mode (A or B)" ;;
+    F) reqs=2026-07-28 stateless=true ;;
+    *) die "unknown mode $mode (A, B or F)" ;;
   esac
   mdir="$WORK/$mode"
   mkdir -p "$mdir/direct"
@@ -220,11 +227,26 @@ for mode in $MODES; do
     # shellcheck disable=SC2086 # MCPGATE_EXTRA_ARGS is split on purpose
     # The transparent policy decides every call: the one-line mode's
     # confirmation of undeclared tools is turned off.
-    start_proc "$mdir/mcpgate/mcpgate.log" "$MCPGATE_BIN" serve \
-      --upstream "$UP_URL" --undeclared-tools refuse \
-      --listen "127.0.0.1:$gport" \
-      --admin "127.0.0.1:$aport" \
-      --policy "$MCPGATE_POLICY" ${MCPGATE_EXTRA_ARGS:-}
+    if [[ $mode == F ]]; then
+      cat >"$mdir/mcpgate/federation.yaml" <<EOF
+listeners:
+  proxy: {address: "127.0.0.1:$gport"}
+  admin: {address: "127.0.0.1:$aport"}
+policy: {dirs: ["$MCPGATE_POLICY"]}
+upstreams:
+  - {name: everything, url: "$UP_URL"}
+servers:
+  - {name: conformance, route: "$MCPGATE_PATH", members: [{upstream: everything, prefix: ev}]}
+EOF
+      start_proc "$mdir/mcpgate/mcpgate.log" "$MCPGATE_BIN" serve \
+        --config "$mdir/mcpgate/federation.yaml" ${MCPGATE_EXTRA_ARGS:-}
+    else
+      start_proc "$mdir/mcpgate/mcpgate.log" "$MCPGATE_BIN" serve \
+        --upstream "$UP_URL" --undeclared-tools refuse \
+        --listen "127.0.0.1:$gport" \
+        --admin "127.0.0.1:$aport" \
+        --policy "$MCPGATE_POLICY" ${MCPGATE_EXTRA_ARGS:-}
+    fi
     GW_PID=$START_PID
     if wait_http "$GW_PID" "http://127.0.0.1:$aport/readyz" 20 mcpgate "$mdir/mcpgate/mcpgate.log" -f; then
       run_suite "$mdir/mcpgate" "http://127.0.0.1:$gport$MCPGATE_PATH" "$reqs"

@@ -254,6 +254,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 	if len(cfg.Servers) > 0 {
 		a.federation = newFederationCollector(cfg, cat)
 		a.reg.MustRegister(a.federation)
+		logServers(cfg, log)
 	}
 	a.watchToolLists(ctx)
 	if cfg.Policy.WatchEnabled() && len(cfg.Policy.Dirs) > 0 {

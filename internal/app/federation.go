@@ -396,3 +396,15 @@ func memberSessionsOf(cfg *config.Config, log *slog.Logger) gateway.MemberSessio
 	}
 	return nil
 }
+
+// logServers says at start which route fronts which members under which
+// prefixes: the names clients will see.
+func logServers(cfg *config.Config, log *slog.Logger) {
+	for _, s := range cfg.Servers {
+		var members []string
+		for _, m := range s.Members {
+			members = append(members, fmt.Sprintf("%s (%s_<tool>, %s+<uri>)", m.Upstream, m.Prefix, m.Prefix))
+		}
+		log.Info("virtual server: one route in front of several upstreams", "server", s.Name, "route", s.Route, "members", strings.Join(members, ", "))
+	}
+}
