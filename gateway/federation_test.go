@@ -301,3 +301,55 @@ func TestFederatedAuthenticatesForTheRoute(t *testing.T) {
 		t.Errorf("authenticated for %q, want the server's route [work]", a.seen)
 	}
 }
+
+// toolsetAuth binds every caller to toolset core.
+type toolsetAuth struct{ fakeAuth }
+
+func (a *toolsetAuth) Authenticate(ctx context.Context, r *gateway.Request) (*policy.Principal, *gateway.AuthFailure) {
+	pr, f := a.fakeAuth.Authenticate(ctx, r)
+	if pr != nil {
+		pr.Toolset = "core"
+	}
+	return pr, f
+}
+
+// TestFederatedToolset: a toolset naming tools of two members (as
+// <upstream>/<tool>) shows exactly those, under their prefixes, and a
+// tool it does not hold is refused on call whichever member it is on.
+func TestFederatedToolset(t *testing.T) {
+	ts, err := gateway.NewToolsets([]gateway.ToolsetDef{{Name: "core", Tools: map[string][]string{"m0": {"get_status"}, "m1": {"t1"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := federatedPipeline(t, 2, 2, gatewaytest.WithAuth(&toolsetAuth{}), gatewaytest.With(gateway.Options{Toolsets: ts}))
+	ctx := context.Background()
+	_, v := p.HandleRequest(ctx, federatedRequest("tools/list", "", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+meta26+`}}`)))
+	var res struct {
+		Result struct {
+			Tools []struct {
+				Name string `json:"name"`
+			} `json:"tools"`
+		} `json:"result"`
+	}
+	if v.Local == nil || json.Unmarshal(v.Local.Body, &res) != nil {
+		t.Fatalf("%+v", v)
+	}
+	var listed []string
+	for _, tl := range res.Result.Tools {
+		listed = append(listed, tl.Name)
+	}
+	if want := []string{"p0_get_status", "p1_t1"}; !slices.Equal(listed, want) {
+		t.Fatalf("tools/list = %v, want %v", listed, want)
+	}
+	for _, name := range []string{"p0_get_status", "p0_t1", "p1_get_status", "p1_t1"} {
+		body := strings.Replace(exchangeCall, `"name":"get_status"`, `"name":"`+name+`"`, 1)
+		x, v := p.HandleRequest(ctx, federatedRequest("tools/call", name, []byte(body)))
+		called := v.Local == nil
+		if called {
+			x.Finish()
+		}
+		if called != slices.Contains(listed, name) {
+			t.Errorf("%s: listed %v, called %v", name, slices.Contains(listed, name), called)
+		}
+	}
+}
