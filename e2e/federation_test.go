@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -524,4 +525,57 @@ func federationSessions(t *testing.T, e *fedEnv) {
 	poll.Until(t, 5*time.Second, "the member session's DELETE", func() bool {
 		return slices.ContainsFunc(e.seen.since(n), func(r demoReq) bool { return r.httpMethod == "DELETE" && r.session == memberSession })
 	})
+}
+
+// TestFederationValidate: `mcpgate validate` refuses the ambiguous
+// virtual servers, every problem at once with its key, and accepts the
+// federation guide's example.
+func TestFederationValidate(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte(`
+upstreams:
+  - {name: crm, url: "http://127.0.0.1:1/mcp"}
+  - {name: crm-eu, url: "http://127.0.0.1:2/mcp"}
+  - {name: files, url: "http://127.0.0.1:3/mcp"}
+servers:
+  - name: work
+    members:
+      - {upstream: crm, prefix: crm}
+      - {upstream: crm-eu, prefix: crm-eu}
+      - {upstream: files, prefix: my_files}
+      - {upstream: wiki, prefix: wiki}
+  - name: other
+    route: /other
+    members:
+      - {upstream: files, prefix: files}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "validate", "--config", bad)
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("validate accepted it:\n%s", out)
+	}
+	for _, want := range []string{
+		`servers[0].members[1].prefix: "crm-eu" and the prefix of members[0] ("crm") start alike`,
+		`servers[0].members[2].prefix: "my_files" holds the separator "_"`,
+		`servers[0].members[3].upstream: "wiki" is not the name of an upstream`,
+		`servers[1].members[0].upstream: upstream "files" is already a member at servers[0].members[2]`,
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("validate does not say %q:\n%s", want, out)
+		}
+	}
+	src, err := os.ReadFile("../docs/guides/federation.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, example, _ := strings.Cut(string(src), "```yaml\n")
+	example, _, _ = strings.Cut(example, "```")
+	good := filepath.Join(dir, "good.yaml")
+	if err := os.WriteFile(good, []byte(example), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runBin(t, "validate", "--config", good)
 }
