@@ -261,8 +261,9 @@ func (p *Pipeline) federationGate(ctx context.Context, x *Exchange) *Verdict {
 		return x.answerAs(OutcomeInvalid, local(200, mcp.ErrorResponse(msg.ID, &mcp.Error{Code: mcp.CodeInvalidParams,
 			Message: "Unknown reference: params.ref names a prompt (<prefix>_<name>) or resource template (<prefix>+<uri>) of no member; call prompts/list or resources/templates/list."})))
 	case strings.HasPrefix(msg.Method, "resources/") && x.fedUnknown:
-		return x.answerAs(OutcomeInvalid, local(200, mcp.ErrorResponse(msg.ID, &mcp.Error{Code: codeResourceNotFound,
-			Message: "Resource not found: " + quote(msg.URI) + " names no member (URIs start with a member's prefix and '+'); call resources/list."})))
+		return x.answerAs(OutcomeInvalid, local(200, mcp.ErrorResponse(msg.ID, &mcp.Error{Code: mcp.CodeInvalidParams,
+			Message: "Resource not found: " + quote(msg.URI) + " names no member (URIs start with a member's prefix and '+'); call resources/list.",
+			Data:    map[string]string{"uri": msg.URI}})))
 	case msg.Method == "ping" || msg.Method == "logging/setLevel":
 		return x.answerAs(OutcomeLocal, local(200, mcp.ResultResponse(msg.ID, []byte("{}"))))
 	case listKinds[msg.Method] != "" || msg.Method == mcp.MethodInitialize || msg.Method == mcp.MethodServerDiscover:
@@ -271,10 +272,6 @@ func (p *Pipeline) federationGate(ctx context.Context, x *Exchange) *Verdict {
 	return x.answerAs(OutcomeInvalid, local(404, mcp.ErrorResponse(msg.ID, &mcp.Error{Code: mcp.CodeMethodNotFound,
 		Message: "Method " + quote(msg.Method) + " is not available on this federated endpoint."})))
 }
-
-// codeResourceNotFound is MCP's JSON-RPC error code for an unknown
-// resource URI.
-const codeResourceNotFound = -32002
 
 // unknownTool is the reason a tools/call naming no member's tool is
 // refused: the prefix is no member's, or the member has no such tool
@@ -544,6 +541,9 @@ func (p *Pipeline) federatedDiscover(ctx context.Context, x *Exchange) *Local {
 	} else {
 		result["supportedVersions"] = mcp.SupportedVersions
 		result["serverInfo"] = info
+		// The same for every caller: the members' capabilities.
+		result["cacheScope"] = "public"
+		result["ttlMs"] = p.opts.ListTTL.Milliseconds()
 	}
 	body, err := json.Marshal(result, json.Deterministic(true))
 	if err != nil {
