@@ -256,6 +256,9 @@ func TestFederation(t *testing.T) {
 	e := env
 	t.Run("older revision sessions", func(t *testing.T) { federationSessions(t, e) })
 	t.Run("a member's tools drift", func(t *testing.T) {
+		// A subscriptions/listen stream on the server hears of it.
+		listen := openListen(t, strings.TrimSuffix(e.proxy, "/mcp"), "")
+		listen.expect(t, "federated", "notifications/subscriptions/acknowledged")
 		e.clash.srv.AddTool(&sdk.Tool{Name: "echo", Description: "changed", InputSchema: json.RawMessage(`{"type":"object"}`)},
 			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "changed"}}}, nil
@@ -266,6 +269,9 @@ func TestFederation(t *testing.T) {
 		})
 		if isErr, text := e.callTool(t, "cl_"+demo.ToolFindCustomers, `{}`); !isErr {
 			t.Errorf("a removed tool was called: %q", text)
+		}
+		for m := listen.next(t, "tools/list_changed"); m.Method != "notifications/tools/list_changed"; m = listen.next(t, "tools/list_changed") {
+			t.Logf("on the stream before it: %s", m.Method)
 		}
 		if isErr, text := e.callTool(t, "bk_"+demo.ToolFindCustomers, `{"query":"Ada"}`); isErr {
 			t.Errorf("another member's tool failed: %q", text)

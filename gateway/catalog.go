@@ -667,15 +667,18 @@ func (p *Pipeline) listAnswer(ctx context.Context, x *Exchange) *Local {
 	} else {
 		// A federated route: every member's tools in member order, each
 		// under its prefix; a member not listed yet is left out.
-		for _, m := range x.fed.members {
+		parts := make([]string, len(x.fed.members))
+		for i, m := range x.fed.members {
 			tools, loaded := p.opts.Catalog.Tools(m.Upstream)
 			if !loaded {
 				continue
 			}
 			mx := x.forMember(m.Upstream)
 			items, visible, _ := p.visibleTools(ctx, mx, tools)
+			parts[i] = fingerprint(tools, items, visible, x.input.Principal.Toolset)
 			effects = p.writeListedTools(ctx, enc, mx, m.Prefix, tools, items, visible, effects)
 		}
+		p.recordListed(x, combineFingerprints(parts)) // listchanged.go
 	}
 	p.writeGatewayTools(enc, effects)
 	_ = enc.WriteToken(jsontext.EndArray)

@@ -108,6 +108,12 @@ func (p *Pipeline) federate(ctx context.Context, x *Exchange, f *federation) *Ve
 		key = "uri"
 	case "completion/complete":
 		return p.federateCompletion(ctx, x, f)
+	case "subscriptions/listen":
+		// The stream is held by one member (the carrier); mcpgate
+		// announces the server's tools/list_changed on it
+		// (listchanged.go, with the fingerprint of every member).
+		x.toMember(p.carrier(f))
+		return nil
 	default:
 		return nil
 	}
@@ -140,6 +146,23 @@ func (p *Pipeline) federate(ctx context.Context, x *Exchange, f *federation) *Ve
 	x.body, x.bodyChanged = body, true
 	x.toMember(upstream)
 	return nil
+}
+
+// carrier is the member that holds a federated route's
+// subscriptions/listen streams: the first member whose tools are listed
+// (so likely up), else the first.
+func (p *Pipeline) carrier(f *federation) string {
+	if p.opts.Catalog != nil {
+		for _, m := range f.members {
+			if _, loaded := p.opts.Catalog.Tools(m.Upstream); loaded {
+				return m.Upstream
+			}
+		}
+	}
+	if len(f.members) == 0 {
+		return ""
+	}
+	return f.members[0].Upstream
 }
 
 // toMember makes the member upstream the exchange's upstream: from here
@@ -507,7 +530,13 @@ func (x *Exchange) visibleItems(ctx context.Context, kind string, items []jsonte
 // server/discover (2026-07-28) on a federated route: mcpgate speaks for
 // the server, with the union of its members' capabilities.
 func (p *Pipeline) federatedDiscover(ctx context.Context, x *Exchange) *Local {
+	// mcpgate announces the server's tools/list_changed itself, on
+	// subscriptions/listen streams (listchanged.go); older revisions get
+	// no stream on a federated route.
 	caps := map[string]map[string]any{"tools": {}}
+	if x.msg.Method == mcp.MethodServerDiscover {
+		caps["tools"]["listChanged"] = true
+	}
 	for _, m := range x.fed.members {
 		if p.opts.Members == nil {
 			break
@@ -520,9 +549,9 @@ func (p *Pipeline) federatedDiscover(ctx context.Context, x *Exchange) *Local {
 		if json.Unmarshal(raw, &c) != nil {
 			continue
 		}
-		// A member's capability, without listChanged and subscribe: a
-		// federated route has no stream of its own to announce changes
-		// or resource updates on.
+		// A member's capability, without listChanged and subscribe:
+		// mcpgate announces only the tools' changes, and resource
+		// subscriptions are not federated.
 		for _, k := range []string{"prompts", "resources", "logging"} {
 			if _, has := c[k]; has {
 				caps[k] = map[string]any{}

@@ -904,6 +904,9 @@ func (p *Pipeline) planShaping(_ context.Context, x *Exchange) *Verdict {
 		x.listKind = listKinds[msg.Method]
 		x.shapeResult = p.opts.Catalog != nil && textResults[msg.Method] || x.task.inspect
 		x.watchTools = msg.Method == "subscriptions/listen" && (p.opts.OnToolsChanged != nil || p.pushesListChanged())
+		if x.watchTools && x.member != "" {
+			x.shapeNotes = true // a federated route's stream: resource URIs exposed
+		}
 		if !x.shapeResult && (x.checksResultURIs() || x.member != "") && (msg.Method == "resources/read" || msg.Method == "prompts/get") {
 			x.shapeResult = true // resource links of other tenants are removed, a member's URIs exposed
 		}
