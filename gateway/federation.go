@@ -94,6 +94,11 @@ func (p *Pipeline) federate(ctx context.Context, x *Exchange, f *federation) *Ve
 	if msg.Kind != mcp.KindRequest {
 		return nil
 	}
+	if _, has := paramMember(msg, mcp.ParamTask); has {
+		// Its tasks/* follow-ups name no member: not federated (yet).
+		return x.answerAs(OutcomeInvalid, local(200, mcp.ErrorResponse(msg.ID, &mcp.Error{Code: mcp.CodeInvalidParams,
+			Message: "Invalid params: task-augmented requests are not available on this federated endpoint; call without params.task."})))
+	}
 	var upstream, original, key string
 	var ok bool
 	switch msg.Method {

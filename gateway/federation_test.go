@@ -353,3 +353,15 @@ func TestFederatedToolset(t *testing.T) {
 		}
 	}
 }
+
+// TestFederatedTaskRefused: a task-augmented call on a federated route is
+// refused (its tasks/* follow-ups could name no member) and never
+// forwarded.
+func TestFederatedTaskRefused(t *testing.T) {
+	p := federatedPipeline(t, 2, 1)
+	body := strings.Replace(exchangeCall, `"name":"get_status",`, `"name":"p1_get_status","task":{"ttl":60000},`, 1)
+	_, v := p.HandleRequest(context.Background(), federatedRequest("tools/call", "p1_get_status", []byte(body)))
+	if v.Local == nil || !bytes.Contains(v.Local.Body, []byte("task-augmented")) {
+		t.Fatalf("%+v", v.Local)
+	}
+}
