@@ -703,7 +703,9 @@ func (p *Pipeline) listAnswer(ctx context.Context, x *Exchange) *Local {
 func (p *Pipeline) writeListedTools(ctx context.Context, enc *jsontext.Encoder, x *Exchange, prefix string, tools []CatalogTool, items []policy.Item, visible map[string]bool, effects []string) []string {
 	upstream, toolset := x.req.Upstream, x.input.Principal.Toolset
 	for i := range tools {
-		if !visible[tools[i].Name] || (p.opts.Writes != nil && isGatewayTool(tools[i].Name)) || p.exposure.shadowed(upstream, tools[i].Name) {
+		// (A member's tool named like mcpgate's own is listed with its
+		// prefix: it does not shadow mcpgate's.)
+		if !visible[tools[i].Name] || (p.opts.Writes != nil && prefix == "" && isGatewayTool(tools[i].Name)) || p.exposure.shadowed(upstream, tools[i].Name) {
 			continue
 		}
 		effects = append(effects, items[i].Tool.Effect)

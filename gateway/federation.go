@@ -103,6 +103,12 @@ func (p *Pipeline) federate(ctx context.Context, x *Exchange, f *federation) *Ve
 	var ok bool
 	switch msg.Method {
 	case "tools/call":
+		if p.opts.Writes != nil && isGatewayTool(msg.Name) {
+			// mcpgate's own tool (confirm_action, …), listed without
+			// prefix: the server's; a confirmed action goes to its member
+			// (ownAction).
+			return nil
+		}
 		upstream, original, ok = f.resolveTool(p.exposure, msg.Name)
 		key = "name"
 	case "prompts/get":
@@ -279,6 +285,8 @@ func (p *Pipeline) federationGate(ctx context.Context, x *Exchange) *Verdict {
 			Message: "This federated endpoint sends no requests to clients; the response matches none."})))
 	}
 	switch {
+	case msg.Method == "tools/call" && !x.fedUnknown:
+		return nil // mcpgate's own tool (federate)
 	case msg.Method == "tools/call":
 		x.outcome = OutcomeDeny
 		return x.answer(local(200, refusal.ToolError(msg.ID, []policy.Reason{p.unknownTool(ctx, x)}, "")))

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/gatewaytest"
@@ -364,4 +365,54 @@ func TestFederatedTaskRefused(t *testing.T) {
 	if v.Local == nil || !bytes.Contains(v.Local.Body, []byte("task-augmented")) {
 		t.Fatalf("%+v", v.Local)
 	}
+}
+
+// TestFederatedConfirmation: a notify tool of a member is previewed under
+// its exposed name; mcpgate's confirm_action (listed without prefix) on
+// the same route sends the original call to that member under the
+// tool's own name. A member's tool named like a gateway tool stays the
+// member's.
+func TestFederatedConfirmation(t *testing.T) {
+	obj := jsontext.Value(`{"type":"object","properties":{"text":{"type":"string"}}}`)
+	cat := memberCatalog{
+		"mail": {{Name: "email_customer", Hash: "e1", State: policy.CatalogApproved, InputSchema: obj}},
+		"odd":  {{Name: "confirm_action", Hash: "c1", State: policy.CatalogApproved, InputSchema: obj}},
+	}
+	decls := map[string]map[string]policy.ToolDeclaration{
+		"mail": {"email_customer": {Effect: policy.EffectNotify, NotifyObject: "text"}},
+		"odd":  {"confirm_action": {Effect: policy.EffectRead}},
+	}
+	srv := gateway.Server{Name: "work", Members: []gateway.Member{{Upstream: "mail", Prefix: "mail"}, {Upstream: "odd", Prefix: "odd"}}}
+	p := gatewaytest.New(t, gatewaytest.WithDecls(decls), gatewaytest.WithAuth(&fakeAuth{}), gatewaytest.WithCatalog(cat), gatewaytest.WithWrites(),
+		gatewaytest.With(gateway.Options{Servers: []gateway.Server{srv}}))
+	ctx := context.Background()
+	call := func(id, tool, args string) *gateway.Request {
+		r := toolCall(id, tool, args)
+		r.Upstream = "work"
+		return r
+	}
+	_, v := p.HandleRequest(ctx, call("1", "mail_email_customer", `{"text":"hi"}`))
+	token, summary := previewOf(t, v)
+	x, v := p.HandleRequest(ctx, call("2", "confirm_action", confirmArgs(token, summary)))
+	if v.Local != nil || v.Upstream != "mail" || !bytes.Contains(v.Body, []byte(`"name":"email_customer"`)) {
+		t.Fatalf("confirmed call: %+v %s", v.Local, v.Body)
+	}
+	answer(t, x, 200, `{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"sent"}]}}`)
+
+	r := call("4", "tools/list", "")
+	r.Body = []byte(`{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{` + meta26 + `}}`)
+	r.Header.Set("mcp-method", "tools/list")
+	delete(r.Header, "mcp-name")
+	_, v = p.HandleRequest(ctx, r)
+	for _, name := range []string{`"mail_email_customer"`, `"odd_confirm_action"`, `"confirm_action"`} {
+		if v.Local == nil || !bytes.Contains(v.Local.Body, []byte(`"name":`+name)) {
+			t.Errorf("tools/list lacks %s: %+v", name, v.Local)
+		}
+	}
+
+	x, v = p.HandleRequest(ctx, call("3", "odd_confirm_action", `{"text":"x"}`))
+	if v.Local != nil || v.Upstream != "odd" || !bytes.Contains(v.Body, []byte(`"name":"confirm_action"`)) {
+		t.Fatalf("a member's confirm_action: %+v %s", v.Local, v.Body)
+	}
+	x.Finish()
 }
