@@ -171,6 +171,7 @@ function compare(mode, directFile, gatewayFile) {
 const MODES = {
   A: { requirements: '2026-07-28', upstream: 'everything-server -stateless=true' },
   B: { requirements: '2025-11-25', upstream: 'everything-server -stateless=false' },
+  F: { requirements: '2026-07-28', upstream: 'everything-server -stateless=true, sole member (prefix ev) of a virtual server' },
 };
 
 function frac(c) {
