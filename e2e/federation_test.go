@@ -346,6 +346,21 @@ func federationCases(t *testing.T, e *fedEnv) {
 		}
 	})
 
+	t.Run("listed resolves, for every member", func(t *testing.T) {
+		// An argument no schema has: mcpgate refuses it after resolving
+		// the name (invalid_arguments), before anything is forwarded; a
+		// tool whose schema allows any argument runs.
+		for _, name := range tools {
+			if name == "confirm_action" || name == "reject_action" || name == "list_recent_changes" {
+				continue
+			}
+			isErr, text := e.callTool(t, name, `{"zz_probe":1}`)
+			if isErr && !strings.Contains(text, "invalid_arguments") {
+				t.Errorf("%s (listed): isError %v, %.200q", name, isErr, text)
+			}
+		}
+	})
+
 	t.Run("hidden is refused, for every member", func(t *testing.T) {
 		for _, name := range []string{"cl_undeclared_thing", "bk_" + demo.ToolCancelBooking, "ev_test_image_content"} {
 			before := len(e.clash.got)
