@@ -483,9 +483,10 @@ func (s *demoSeen) len() int {
 
 // federationSessions: an SDK client of revision 2025-11-25 on the virtual
 // server. mcpgate answers initialize with its own session; the demo member
-// gets one session of its own, opened once under parallel first calls,
-// never sees the client's session id, and is closed with the client's
-// DELETE; stateless members are called without one.
+// gets one session of its own, opened once under parallel first calls
+// (and the client's GET stream), never sees the client's session id, and
+// is closed with the client's DELETE; stateless members are called
+// without one.
 func federationSessions(t *testing.T, e *fedEnv) {
 	before := e.seen.len()
 	cs := connectSDK(t, e.proxy, "", "2025-11-25")
@@ -539,6 +540,10 @@ func federationSessions(t *testing.T, e *fedEnv) {
 	if inits != 1 {
 		t.Errorf("the demo member got %d initialize requests for one client session, want 1", inits)
 	}
+	// The client's GET stream is held by the first member, in its session.
+	poll.Until(t, 5*time.Second, "the client's GET stream at the demo member", func() bool {
+		return slices.ContainsFunc(e.seen.since(before), func(r demoReq) bool { return r.httpMethod == "GET" && r.session == memberSession })
+	})
 	n := e.seen.len()
 	if err := cs.Close(); err != nil {
 		t.Logf("close: %v", err)

@@ -82,8 +82,17 @@ func (p *Pipeline) federate(ctx context.Context, x *Exchange, f *federation) *Ve
 		if x.req.Method == "DELETE" && x.req.Header.Get(SessionHeader) != "" {
 			return nil // the session's end: federationGate, once authenticated
 		}
-		// An older revision's GET stream: mcpgate offers none on a
-		// federated route (the MCP answer for "no stream").
+		if x.req.Method == "GET" && x.req.Header.Get(SessionHeader) != "" {
+			// An older revision's GET stream, held by one member (in
+			// its own session, opened on first use) as a
+			// subscriptions/listen stream is: mcpgate announces the
+			// server's tools/list_changed on it, and the member's
+			// requests to the client carry its prefix.
+			x.toMember(p.carrier(f))
+			return nil
+		}
+		// A GET stream without a session: none (the MCP answer for "no
+		// stream").
 		l := local(405, nil)
 		l.Header = mcp.Header{"allow": {"POST, DELETE, OPTIONS"}}
 		return x.answerAs(OutcomeInvalid, l)
@@ -601,6 +610,10 @@ func memberUnavailable(x *Exchange) *Local {
 	reason := policy.Reason{Code: "upstream_unavailable",
 		Cause: "The server behind prefix " + quote(x.fed.prefixOf(x.member)) + " is not available right now.",
 		Fix:   "Retry in a few seconds; the other tools of this endpoint keep working."}
+	if x.msg == nil || x.msg.Kind != mcp.KindRequest {
+		// A GET stream or a client's answer: no request to answer.
+		return unavailable(x.msg, reason.Cause)
+	}
 	if x.msg.Method == "tools/call" {
 		return local(200, refusal.ToolError(x.msg.ID, []policy.Reason{reason}, ""))
 	}
@@ -717,10 +730,14 @@ func (p *Pipeline) memberSession(x *Exchange, v *Verdict) *Local {
 	if x.member == "" || x.version >= mcp.Version20260728 {
 		return nil
 	}
+	version := x.version
+	if x.msg == nil {
+		version = mcp.EffectiveVersion(x.req.Header, nil) // a GET stream
+	}
 	var id, agreed string
 	if p.opts.MemberSessions != nil && key != "" {
 		var err error
-		id, agreed, err = p.opts.MemberSessions.Session(x.ctx, key, x.member, x.version, v.SetHeader)
+		id, agreed, err = p.opts.MemberSessions.Session(x.ctx, key, x.member, version, v.SetHeader)
 		if err != nil {
 			p.log.LogAttrs(x.ctx, slog.LevelWarn, "a member's session cannot be opened", slog.String("upstream", x.member), slog.Any("error", err))
 			x.outcome = OutcomeError
@@ -736,7 +753,7 @@ func (p *Pipeline) memberSession(x *Exchange, v *Verdict) *Local {
 	}
 	x.memberSession = id
 	v.SetHeader.Set(SessionHeader, id)
-	if agreed != "" && agreed != x.version {
+	if agreed != "" && agreed != version {
 		v.SetHeader.Set(mcp.HeaderProtocolVersion, agreed)
 	}
 	return nil
