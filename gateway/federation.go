@@ -553,12 +553,8 @@ func (x *Exchange) visibleItems(ctx context.Context, kind string, items []jsonte
 // the server, with the union of its members' capabilities.
 func (p *Pipeline) federatedDiscover(ctx context.Context, x *Exchange) *Local {
 	// mcpgate announces the server's tools/list_changed itself, on
-	// subscriptions/listen streams (listchanged.go); older revisions get
-	// no stream on a federated route.
-	caps := map[string]map[string]any{"tools": {}}
-	if x.msg.Method == mcp.MethodServerDiscover {
-		caps["tools"]["listChanged"] = true
-	}
+	// subscriptions/listen and GET streams (listchanged.go).
+	caps := map[string]map[string]any{"tools": {"listChanged": true}}
 	for _, m := range x.fed.members {
 		if p.opts.Members == nil {
 			break
