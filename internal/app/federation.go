@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -44,8 +45,9 @@ func federationServers(cfg *config.Config) []gateway.Server {
 }
 
 // members is the pipeline's MemberLister, nil without servers.
-func members(cfg *config.Config, id *identity, creds *upstreamCredentials, log *slog.Logger) gateway.MemberLister {
+func (a *App) members(cfg *config.Config, id *identity, creds *upstreamCredentials, log *slog.Logger) gateway.MemberLister {
 	if l := newMemberLister(cfg, catalogUpstreams(cfg, id, creds), log); l != nil {
+		a.memberLists = l
 		return l
 	}
 	return nil
@@ -58,14 +60,27 @@ type memberLister struct {
 	ups map[string]catalog.Upstream
 	log *slog.Logger
 	by  map[string]*memberEntry
+	// ttl, retry, stale and wait are memberItemsTTL, memberRetry,
+	// memberStale and memberWait (shorter in tests).
+	ttl, retry, stale, wait time.Duration
 }
 
 type memberEntry struct {
-	mu    sync.Mutex // held while listing: one listing per member
-	items *catalog.Items
-	err   error
-	at    time.Time
+	mu      sync.Mutex
+	items   *catalog.Items // the last good listing
+	good    time.Time      // when items was listed
+	err     error          // why the last listing failed (nil: it did not)
+	tried   time.Time      // when the last listing ended
+	listing chan struct{}  // closed when the running listing ends; nil when none runs
 }
+
+// memberStale is how long the last good listing of a member that fails to
+// list again is still served; memberWait bounds a list request's wait
+// for a member's first listing.
+const (
+	memberStale = 10 * memberItemsTTL
+	memberWait  = 3 * time.Second
+)
 
 var _ gateway.MemberLister = (*memberLister)(nil)
 
@@ -73,7 +88,8 @@ func newMemberLister(cfg *config.Config, ups []catalog.Upstream, log *slog.Logge
 	if len(cfg.Servers) == 0 {
 		return nil
 	}
-	l := &memberLister{ups: map[string]catalog.Upstream{}, log: log, by: map[string]*memberEntry{}}
+	l := &memberLister{ups: map[string]catalog.Upstream{}, log: log, by: map[string]*memberEntry{},
+		ttl: memberItemsTTL, retry: memberRetry, stale: memberStale, wait: memberWait}
 	for _, u := range ups {
 		if _, member := cfg.MemberOf(u.Name); member {
 			l.ups[u.Name] = u
@@ -83,6 +99,19 @@ func newMemberLister(cfg *config.Config, ups []catalog.Upstream, log *slog.Logge
 	return l
 }
 
+// warm lists every member once in the background (at start, after the
+// listeners: a member may verify mcpgate's assertions with its JWKS).
+func (l *memberLister) warm() {
+	for name := range l.by {
+		go func() { _, _ = l.get(context.Background(), name) }()
+	}
+}
+
+// get returns the member's items: the last good listing while it is
+// fresh, or while a new listing runs or fails (for up to memberStale);
+// at most one listing runs per member, in the background, and a request
+// waits for a member's first listing at most memberWait. A member that
+// cannot be listed is retried after memberRetry.
 func (l *memberLister) get(ctx context.Context, upstream string) (*catalog.Items, error) {
 	e := l.by[upstream]
 	u, ok := l.ups[upstream]
@@ -90,24 +119,58 @@ func (l *memberLister) get(ctx context.Context, upstream string) (*catalog.Items
 		return nil, fmt.Errorf("%q is not a member of a server", upstream)
 	}
 	e.mu.Lock()
+	now := time.Now()
+	fresh := e.items != nil && now.Sub(e.good) < l.ttl
+	if !fresh && e.listing == nil && (e.tried.IsZero() || now.Sub(e.tried) >= l.retry) {
+		e.listing = make(chan struct{})
+		go l.list(upstream, u, e)
+	}
+	items, good, err, wait := e.items, e.good, e.err, e.listing
+	e.mu.Unlock()
+	switch {
+	case items != nil && now.Sub(good) < l.stale:
+		return items, nil
+	case wait == nil && err != nil:
+		return nil, err
+	case wait == nil:
+		return nil, errors.New("not listed yet")
+	}
+	t := time.NewTimer(l.wait)
+	defer t.Stop()
+	select {
+	case <-wait:
+	case <-t.C:
+		return nil, errors.New("not listed yet")
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	e.mu.Lock()
 	defer e.mu.Unlock()
-	ttl := memberItemsTTL
+	if e.items != nil && time.Since(e.good) < l.stale {
+		return e.items, nil
+	}
 	if e.err != nil {
-		ttl = memberRetry
+		return nil, e.err
 	}
-	if !e.at.IsZero() && time.Since(e.at) < ttl {
-		return e.items, e.err
-	}
+	return nil, errors.New("not listed yet")
+}
+
+// list lists the member's items once (get) and records the outcome.
+func (l *memberLister) list(upstream string, u catalog.Upstream, e *memberEntry) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	items, err := catalog.ListItems(ctx, u, catalog.ListOptions{Timeout: 10 * time.Second})
 	if err != nil {
 		l.log.Warn("a member's prompts and resources could not be listed; they are left out of the server's lists", "upstream", upstream, "error", err)
-		if e.items != nil && time.Since(e.at) < 10*memberItemsTTL {
-			// Keep serving the last good listing for a while.
-			return e.items, nil
-		}
 	}
-	e.items, e.err, e.at = items, err, time.Now()
-	return items, err
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err == nil {
+		e.items, e.good = items, time.Now()
+	}
+	e.err, e.tried = err, time.Now()
+	close(e.listing)
+	e.listing = nil
 }
 
 // Items implements gateway.MemberLister.

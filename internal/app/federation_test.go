@@ -11,9 +11,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate/config"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
+	"github.com/mcpgate/mcpgate/internal/catalog"
+	"github.com/mcpgate/mcpgate/internal/poll"
 )
 
 // sessionServer is a minimal stateful MCP endpoint: initialize issues a
@@ -112,4 +117,41 @@ func TestMemberSessions(t *testing.T) {
 	if _, _, err := ms.Session(ctx, "client-1", "nope", "2025-11-25", hdr); err == nil {
 		t.Error("a session with an upstream that is no member")
 	}
+}
+
+// TestMemberLister: a member's prompts are listed once and reused; when
+// the member goes down its last listing is served while it is not too
+// old, then its items are left out (an error) until it lists again.
+func TestMemberLister(t *testing.T) {
+	s := sdk.NewServer(&sdk.Implementation{Name: "m", Version: "1"}, nil)
+	s.AddPrompt(&sdk.Prompt{Name: "greet"}, func(context.Context, *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) { return nil, nil })
+	var requests atomic.Int32
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, &sdk.StreamableHTTPOptions{Stateless: true})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { requests.Add(1); h.ServeHTTP(w, r) }))
+	defer up.Close()
+	cfg := &config.Config{
+		Upstreams: []config.Upstream{{Name: "m", URL: up.URL + "/mcp"}},
+		Servers:   []config.Server{{Name: "s", Route: "/mcp", Members: []config.Member{{Upstream: "m", Prefix: "m"}}}},
+	}
+	l := newMemberLister(cfg, []catalog.Upstream{{Name: "m", URL: up.URL + "/mcp"}}, slog.New(slog.DiscardHandler))
+	l.ttl, l.retry, l.stale, l.wait = time.Hour, 0, time.Hour, 10*time.Second
+	ctx := context.Background()
+	items, err := l.Items(ctx, "m", "prompts")
+	if err != nil || len(items) != 1 {
+		t.Fatalf("Items = %s, %v", items, err)
+	}
+	n := requests.Load()
+	if items, err := l.Items(ctx, "m", "prompts"); err != nil || len(items) != 1 || requests.Load() != n {
+		t.Errorf("a fresh listing was not reused: %s %v (%d requests, then %d)", items, err, n, requests.Load())
+	}
+	up.Close()
+	l.ttl = 0 // stale: listed again in the background, the last one served
+	if items, err := l.Items(ctx, "m", "prompts"); err != nil || len(items) != 1 {
+		t.Errorf("the last good listing while the member is down: %s, %v", items, err)
+	}
+	l.stale = 0 // too old: left out
+	poll.Until(t, 10*time.Second, "the down member's items left out", func() bool {
+		_, err := l.Items(ctx, "m", "prompts")
+		return err != nil
+	})
 }
