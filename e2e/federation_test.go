@@ -368,6 +368,9 @@ func federationCases(t *testing.T, e *fedEnv) {
 			if !isErr {
 				t.Errorf("%s (not listed) was called: %q", name, text)
 			}
+			if !strings.Contains(text, `\"`+name+`\"`) && !strings.Contains(text, `"`+name+`"`) {
+				t.Errorf("%s: the refusal does not name the tool as the client called it: %.300q", name, text)
+			}
 			if len(e.clash.got) != before {
 				t.Errorf("%s reached an upstream", name)
 			}

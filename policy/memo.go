@@ -157,6 +157,7 @@ func memoKey(b []byte, in *Input) []byte {
 
 func keyTool(b []byte, t *Tool) []byte {
 	b = keyString(b, t.Name)
+	b = keyString(b, t.CalledAs)
 	b = keyBool(b, t.Declared)
 	b = keyString(b, t.Undeclared)
 	d := &t.ToolDeclaration
