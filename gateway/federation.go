@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -288,6 +289,12 @@ func (p *Pipeline) federationGate(ctx context.Context, x *Exchange) *Verdict {
 	}
 	switch msg.Kind {
 	case mcp.KindNotification:
+		if msg.Method == mcp.NotificationCancelled {
+			if member := p.calls.memberOf(x); member != "" {
+				x.toMember(member) // the member that has the request
+				return nil
+			}
+		}
 		return x.answerAs(OutcomeLocal, local(202, nil))
 	case mcp.KindResponse:
 		return x.answerAs(OutcomeInvalid, local(400, mcp.ErrorResponse(jsonNull, &mcp.Error{Code: mcp.CodeInvalidRequest,
@@ -758,3 +765,58 @@ func (p *Pipeline) memberSession(x *Exchange, v *Verdict) *Local {
 // metaKeyServerInfo is the _meta member in which a 2026-07-28 server
 // names itself on its results.
 const metaKeyServerInfo = "io.modelcontextprotocol/serverInfo"
+
+// memberCalls are the requests in flight on federated routes, each with
+// the member it went to, so that notifications/cancelled (which names the
+// request's id) reaches that member. Keyed by route, caller (the client's
+// session with older revisions, else the connection) and request id;
+// bounded by maxMemberCalls (beyond, a call is not recorded and its
+// cancellation stays with mcpgate).
+type memberCalls struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+const maxMemberCalls = 100000
+
+// callKey is the key of the request id in x's scope.
+func callKey(x *Exchange, id []byte) string {
+	scope := x.req.Header.Get(SessionHeader)
+	if scope == "" {
+		scope = connectionOf(&x.input.Principal)
+	}
+	return x.fed.name + "\x1f" + scope + "\x1f" + string(id)
+}
+
+func (c *memberCalls) add(x *Exchange) {
+	k := callKey(x, x.msg.ID)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]string{}
+	}
+	if len(c.m) >= maxMemberCalls {
+		return
+	}
+	c.m[k] = x.member
+	x.callKey = k
+}
+
+func (c *memberCalls) remove(k string) {
+	c.mu.Lock()
+	delete(c.m, k)
+	c.mu.Unlock()
+}
+
+// memberOf returns the member that has the request a
+// notifications/cancelled names, "" when none of x's is in flight.
+func (c *memberCalls) memberOf(x *Exchange) string {
+	id, ok, err := member(x.msg.Params, "requestId")
+	if err != nil || !ok {
+		return ""
+	}
+	k := callKey(x, id)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[k]
+}

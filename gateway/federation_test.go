@@ -416,3 +416,34 @@ func TestFederatedConfirmation(t *testing.T) {
 	}
 	x.Finish()
 }
+
+// TestFederatedCancellation: notifications/cancelled for a call in flight
+// goes to the member that has it; once the call is over (or for an id
+// never sent) it stays with mcpgate (202).
+func TestFederatedCancellation(t *testing.T) {
+	p := federatedPipeline(t, 2, 1)
+	ctx := context.Background()
+	body := strings.Replace(exchangeCall, `"name":"get_status"`, `"name":"p1_get_status"`, 1)
+	x, v := p.HandleRequest(ctx, federatedRequest("tools/call", "p1_get_status", []byte(body)))
+	if v.Local != nil || v.Upstream != "m1" {
+		t.Fatalf("%+v", v.Local)
+	}
+	cancel := func(id string) gateway.Verdict {
+		r := federatedRequest("notifications/cancelled", "", []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+id+`,`+meta26+`}}`))
+		cx, v := p.HandleRequest(ctx, r)
+		if v.Local == nil {
+			cx.Finish()
+		}
+		return v
+	}
+	if v := cancel("7"); v.Local != nil || v.Upstream != "m1" {
+		t.Errorf("cancellation of the call in flight: %+v", v.Local)
+	}
+	if v := cancel("8"); v.Local == nil || v.Local.Status != 202 {
+		t.Errorf("cancellation of an id never sent: %+v", v)
+	}
+	x.Finish()
+	if v := cancel("7"); v.Local == nil || v.Local.Status != 202 {
+		t.Errorf("cancellation after the call ended: %+v", v)
+	}
+}

@@ -112,6 +112,9 @@ func (p *Pipeline) relayUndecided(_ context.Context, x *Exchange) *Verdict {
 // arrives), any other allowed call is audited now.
 func (p *Pipeline) forward(ctx context.Context, x *Exchange) *Verdict {
 	v := x.forwardWith(p.forwardVerdict(x, x.body, x.bodyChanged))
+	if x.member != "" && v.Local == nil && x.msg.Kind == mcp.KindRequest {
+		p.calls.add(x) // federation.go: a cancellation finds its member
+	}
 	if x.msg.Method != "tools/call" {
 		return v
 	}
