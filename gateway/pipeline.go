@@ -188,10 +188,10 @@ type Pipeline struct {
 	textShaper, secretShaper *shape.Shaper
 	// lists are the open notification streams (listchanged.go);
 	// resTenants the compiled ResourceTenants (resources.go).
-	lists      *listHub
+	lists *listHub
 	// calls are the requests in flight on federated routes, by the id a
 	// cancellation names (federation.go); shared by every snapshot.
-	calls *memberCalls
+	calls      *memberCalls
 	resTenants resourceTenants
 	// exposure resolves the names tools are exposed under (expose.go);
 	// servers the federated routes by name.
