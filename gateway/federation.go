@@ -627,6 +627,9 @@ func memberUnavailable(x *Exchange) *Local {
 // resources and resource contents in a member's result to their exposed
 // form (<prefix>+<uri>); nil when the result carries none.
 func (x *Exchange) exposeResultURIs(result []byte) ([]byte, error) {
+	if !bytes.Contains(result, []byte(`"uri"`)) {
+		return nil, nil // no resource carries a URI: nothing to walk
+	}
 	prefix := x.memberPrefix()
 	var werr error
 	out, _, err := mapResourceItems(result, func(item jsontext.Value, uri string) (jsontext.Value, bool) {
