@@ -446,6 +446,17 @@ func memberSpan(obj []byte, key string) (start, end int, ok bool, err error) {
 // withParam returns body with the value of params.<key> replaced by value
 // (bytes otherwise exact: no re-encoding) and the new params object.
 func withParam(body []byte, key string, value []byte) (newBody, params []byte, err error) {
+	return spliceParam(body, key, len(value), func(out []byte) ([]byte, error) { return append(out, value...), nil })
+}
+
+// withParamString is withParam with the JSON string s as the value.
+func withParamString(body []byte, key, s string) (newBody, params []byte, err error) {
+	return spliceParam(body, key, len(s)+2, func(out []byte) ([]byte, error) { return jsontext.AppendQuote(out, s) })
+}
+
+// spliceParam puts the value write appends (about size bytes) in place of
+// params.<key> of body, in one new buffer.
+func spliceParam(body []byte, key string, size int, write func([]byte) ([]byte, error)) (newBody, params []byte, err error) {
 	ps, pe, ok, err := memberSpan(body, "params")
 	if err != nil || !ok {
 		return nil, nil, errors.Join(errors.New("params not found"), err)
@@ -454,9 +465,14 @@ func withParam(body []byte, key string, value []byte) (newBody, params []byte, e
 	if err != nil || !ok {
 		return nil, nil, errors.Join(errors.New("params."+key+" not found"), err)
 	}
-	out := make([]byte, 0, len(body)-(ne-ns)+len(value))
-	out = append(append(append(out, body[:ps+ns]...), value...), body[ps+ne:]...)
-	return out, out[ps : pe+len(value)-(ne-ns) : pe+len(value)-(ne-ns)], nil
+	out := make([]byte, 0, len(body)-(ne-ns)+size)
+	out = append(out, body[:ps+ns]...)
+	if out, err = write(out); err != nil {
+		return nil, nil, err
+	}
+	delta := len(out) - (ps + ns) - (ne - ns)
+	out = append(out, body[ps+ne:]...)
+	return out, out[ps : pe+delta : pe+delta], nil
 }
 
 // eachMember calls fn with every member of the JSON object obj, in order,

@@ -136,11 +136,7 @@ func (p *Pipeline) exposeName(ctx context.Context, x *Exchange) *Verdict {
 	case original == msg.Name:
 		return nil
 	}
-	quoted, err := jsontext.AppendQuote(nil, original)
-	var params, body []byte
-	if err == nil {
-		body, params, err = withParam(x.body, "name", quoted)
-	}
+	body, params, err := withParamString(x.body, "name", original)
 	if err != nil {
 		p.log.LogAttrs(ctx, slog.LevelError, "the tool's own name cannot be put into the request", slog.Any("error", err))
 		return x.answerAs(OutcomeError, local(500, mcp.ErrorResponse(msg.ID, &mcp.Error{Code: mcp.CodeInternalError, Message: "The gateway could not rewrite the tool name."})))

@@ -149,11 +149,7 @@ func (p *Pipeline) federate(ctx context.Context, x *Exchange, f *federation) *Ve
 		x.fedUnknown = true
 		return nil
 	}
-	quoted, err := jsontext.AppendQuote(nil, original)
-	var params, body []byte
-	if err == nil {
-		body, params, err = withParam(x.body, key, quoted)
-	}
+	body, params, err := withParamString(x.body, key, original)
 	if err != nil {
 		return p.rewriteFailed(ctx, x, err)
 	}
@@ -189,10 +185,10 @@ func (p *Pipeline) carrier(f *federation) string {
 // toMember makes the member upstream the exchange's upstream: from here
 // on the request is the member's, as on the member's own route.
 func (x *Exchange) toMember(upstream string) {
-	r := *x.req
-	r.Upstream = upstream
+	x.memberReq = *x.req
+	x.memberReq.Upstream = upstream
 	x.routeReq = x.req
-	x.req, x.member = &r, upstream
+	x.req, x.member = &x.memberReq, upstream
 }
 
 // routeRequest is the request as it came in on its route: on a federated

@@ -429,6 +429,8 @@ type Exchange struct {
 	routeReq      *Request
 	// callKey is the exchange's entry in Pipeline.calls ("" when none).
 	callKey string
+	// memberReq is req's storage once it is the member's (toMember).
+	memberReq Request
 	// toolView and catEntry back input.Tool and input.Tool.Catalog of a
 	// tools/call (one allocation with the exchange instead of two more).
 	toolView policy.Tool
