@@ -69,8 +69,10 @@ type schemaCache struct {
 	listed  sync.Map // definition hash → jsontext.Value, the inputSchema tools/list shows
 	output  sync.Map // definition hash → jsontext.Value, the outputSchema tools/list shows
 	// narrowed holds the compiled expose.input_schema of declared tools,
-	// by narrowKey (expose.go).
+	// by narrowKey (expose.go); tooLong the member tools already reported
+	// as too long to list (toolKey).
 	narrowed sync.Map
+	tooLong  sync.Map
 }
 
 type toolKey struct{ upstream, tool string }
@@ -734,6 +736,13 @@ func (p *Pipeline) writeListedTools(ctx context.Context, enc *jsontext.Encoder, 
 				title = titleFromName(name) // the member's name, without prefix
 			}
 			name = exposedTool(prefix, name)
+			if len(name) > maxToolName {
+				if _, told := p.schemas.tooLong.LoadOrStore(toolKey{upstream, tools[i].Name}, true); !told {
+					p.log.LogAttrs(ctx, slog.LevelWarn, "a member's tool is neither listed nor callable on its virtual server: its name with the member's prefix is longer than 128 characters",
+						slog.String("upstream", upstream), slog.String("tool", tools[i].Name), slog.String("exposed", name))
+				}
+				continue
+			}
 		}
 		lt.Title = title
 		lt.Description = p.opts.Toolsets.Description(toolset, upstream, lt.Name, desc)

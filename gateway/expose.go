@@ -331,6 +331,9 @@ func (f *federation) split(exposed string, sep byte) (m *Member, rest string, ok
 // resolves to no tool name (unknown prefix, a renamed tool called by its
 // own name).
 func (f *federation) resolveTool(e exposure, exposed string) (upstream, original string, ok bool) {
+	if len(exposed) > maxToolName {
+		return "", "", false // never listed (writeListedTools)
+	}
 	m, rest, ok := f.split(exposed, federationSeparator)
 	if !ok {
 		return "", "", false
@@ -359,6 +362,11 @@ func (f *federation) resolveURI(exposed string) (upstream, original string, ok b
 	}
 	return m.Upstream, rest, true
 }
+
+// maxToolName is the longest tool name MCP allows (1–128 characters): a
+// member's tool whose prefixed name is longer is neither listed nor
+// callable on a federated route, and mcpgate says so in its log.
+const maxToolName = 128
 
 // exposedTool is the name clients of a federated route see of a member's
 // tool or prompt (name as the member's exposure shows it).

@@ -447,3 +447,26 @@ func TestFederatedCancellation(t *testing.T) {
 		t.Errorf("cancellation after the call ended: %+v", v)
 	}
 }
+
+// TestFederatedNameTooLong: a member's tool whose prefixed name would be
+// longer than MCP allows is neither listed nor callable.
+func TestFederatedNameTooLong(t *testing.T) {
+	long := strings.Repeat("x", 126) // "p0_" + 126 = 129 characters
+	base := exchangeCatalog().tools[0]
+	lt := base
+	lt.Name, lt.Hash = long, "sha256:long"
+	cat := memberCatalog{"m0": {base, lt}}
+	decls := map[string]map[string]policy.ToolDeclaration{"m0": {"get_status": exchangeDecls["demo"]["get_status"], long: {Effect: policy.EffectRead, Rights: []string{"status:read"}}}}
+	p := gatewaytest.New(t, append(exchangeOpts(cat, nil), gatewaytest.WithDecls(decls),
+		gatewaytest.With(gateway.Options{Servers: []gateway.Server{{Name: "work", Members: []gateway.Member{{Upstream: "m0", Prefix: "p0"}}}}}))...)
+	ctx := context.Background()
+	_, v := p.HandleRequest(ctx, federatedRequest("tools/list", "", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+meta26+`}}`)))
+	if v.Local == nil || !bytes.Contains(v.Local.Body, []byte(`"p0_get_status"`)) || bytes.Contains(v.Local.Body, []byte(long)) {
+		t.Fatalf("tools/list: %+v", v.Local)
+	}
+	body := strings.Replace(exchangeCall, `"name":"get_status"`, `"name":"p0_`+long+`"`, 1)
+	_, v = p.HandleRequest(ctx, federatedRequest("tools/call", "p0_"+long, []byte(body)))
+	if v.Local == nil || !bytes.Contains(v.Local.Body, []byte(`"isError":true`)) {
+		t.Fatalf("tools/call: %+v", v)
+	}
+}
