@@ -535,20 +535,21 @@ func (x *Exchange) visibleItems(ctx context.Context, kind string, items []jsonte
 	_ = enc.WriteToken(jsontext.EndArray)
 	_ = enc.WriteToken(jsontext.EndObject)
 	filtered, err := x.filterList(ctx, b.Bytes())
-	if err != nil || filtered == nil {
-		return items, err
-	}
-	var kept struct {
-		Items []jsontext.Value `json:"-"`
+	switch {
+	case err != nil:
+		return nil, err
+	case filtered == nil:
+		return items, nil // every item stays
 	}
 	v, _, err := member(filtered, kind)
 	if err != nil {
 		return nil, err
 	}
-	if err := json.Unmarshal(v, &kept.Items); err != nil {
+	var kept []jsontext.Value
+	if err := json.Unmarshal(v, &kept); err != nil {
 		return nil, err
 	}
-	return kept.Items, nil
+	return kept, nil
 }
 
 // federatedDiscover answers initialize (older revisions) or
