@@ -148,7 +148,7 @@ func (c *Config) validateServers(p *problems, upstreams map[string]int, rs *rout
 		} else {
 			checkUniqueName(p, at+".name", "servers", s.Name, i, upstreamNamePattern, "1 to 63 characters of a-z, 0-9, _ and -, starting with a letter or digit", names)
 		}
-		rs.check(p, at+".route", at, s.Route)
+		pattern, routeOK := rs.check(p, at+".route", at, s.Route)
 		if len(s.Members) == 0 {
 			p.add(at+".members", "at least one member is required (members: [{upstream: crm, prefix: crm}])")
 		}
@@ -164,6 +164,9 @@ func (c *Config) validateServers(p *problems, upstreams map[string]int, rs *rout
 			case !known:
 				p.add(mat+".upstream", "%q is not the name of an upstream (%s)", m.Upstream, strings.Join(c.upstreamNames(), ", "))
 			default:
+				if u := c.Upstreams[upstreams[m.Upstream]]; routeOK && !pattern.HasTenant() && u.Route == "" && strings.Contains(u.URL, routes.Param) {
+					p.add(mat+".upstream", "upstream %q has %s in its URL but the server's route (%q) has none to fill it with; give the route a %s segment", m.Upstream, routes.Param, s.Route, routes.Param)
+				}
 				if other, dup := memberOf[m.Upstream]; dup {
 					p.add(mat+".upstream", "upstream %q is already a member at %s; an upstream belongs to at most one server", m.Upstream, other)
 				} else {

@@ -66,6 +66,8 @@ func TestServersInvalid(t *testing.T) {
 		{"route taken by an upstream", "- name: work", "- name: work\n    route: /alone", []string{`servers[0].route: "/alone" is also the route of upstreams[3]; routes must be unique`}},
 		{"route taken by a non-member", "route: /alone}", "}", []string{`servers[0].route: "/mcp" is also the route of upstreams[3]; routes must be unique`}},
 		{"catalog off", "", "catalog: {disabled: true}\n", []string{`servers[0]: needs the catalog`}},
+		{"tenant URL on a route without a tenant", `"http://127.0.0.1:3002/mcp"`, `"http://127.0.0.1:3002/t/{tenant}/mcp"`,
+			[]string{`servers[0].members[1].upstream: upstream "files" has {tenant} in its URL but the server's route ("/mcp") has none to fill it with`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

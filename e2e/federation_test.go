@@ -8,12 +8,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -102,12 +104,41 @@ type fedEnv struct {
 	proxy, admin string
 	clash        *clashUpstream
 	demo         *demo.Server
+	seen         *demoSeen
+	// vias are the paths to the server: the standalone proxy, and the
+	// Envoy driver once it routes on x-mcpgate-upstream
+	// (federationThroughEnvoy).
+	vias []via
+	// targets are the members' base URLs, by upstream name (an Envoy
+	// cluster each).
+	targets map[string]string
+	extproc string
+}
+
+// federationThroughEnvoy turns on the ext_proc half of the federation
+// tests: the Envoy driver in front of mcpgate's ext_proc listener,
+// routing each request to the member cluster named by the
+// x-mcpgate-upstream header mcpgate sets (and clearing its route cache).
+// Off until the driver and the ext_proc adapter route on it;
+// federationEnvoyVia is where that run starts.
+const federationThroughEnvoy = false
+
+// federationEnvoyVia starts the Envoy driver for e's virtual server and
+// returns its via; nil while federationThroughEnvoy is off.
+func federationEnvoyVia(t *testing.T, e *fedEnv) *via {
+	t.Helper()
+	if !federationThroughEnvoy {
+		return nil
+	}
+	t.Fatal("the Envoy driver's member routing is not wired here yet: start it for e.targets and e.extproc")
+	return nil
 }
 
 func startFederation(t *testing.T) *fedEnv {
 	t.Helper()
 	d := demo.New(demo.Options{})
-	up := httptest.NewServer(d.Handler())
+	seen := &demoSeen{}
+	up := httptest.NewServer(seen.wrap(d.Handler()))
 	t.Cleanup(up.Close)
 	clash := startClash(t)
 	every := startEverythingStateless(t)
@@ -124,6 +155,7 @@ func startFederation(t *testing.T) *fedEnv {
 	}
 	cfg.Listeners.Proxy.Address = "127.0.0.1:0"
 	cfg.Listeners.Admin.Address = "127.0.0.1:0"
+	cfg.Listeners.ExtProc.Address = "127.0.0.1:0"
 	cfg.Upstreams[0].URL = up.URL + "/mcp"
 	cfg.Upstreams[0].Route = "" // a member only
 	delete(cfg.Upstreams[0].Tools, demo.ToolCancelBooking)
@@ -142,7 +174,13 @@ func startFederation(t *testing.T) *fedEnv {
 		t.Fatal(err)
 	}
 	a := startApp(t, cfg)
-	return &fedEnv{proxy: "http://" + a.ProxyAddr + "/mcp", admin: "http://" + a.AdminAddr, clash: clash, demo: d}
+	e := &fedEnv{seen: seen, proxy: "http://" + a.ProxyAddr + "/mcp", admin: "http://" + a.AdminAddr, clash: clash, demo: d, extproc: a.ExtProcAddr,
+		targets: map[string]string{"demo": up.URL, "everything": strings.TrimSuffix(every, "/mcp"), "clash": strings.TrimSuffix(clash.url, "/mcp"), "gone": strings.TrimSuffix(downURL, "/mcp")}}
+	e.vias = []via{{"proxy", e.proxy}}
+	if v := federationEnvoyVia(t, e); v != nil {
+		e.vias = append(e.vias, *v)
+	}
+	return e
 }
 
 // rpc sends one 2026-07-28 request to the federated route and decodes the
@@ -204,10 +242,46 @@ func (e *fedEnv) list(t *testing.T, method, kind, key string) []string {
 }
 
 // TestFederation: three real upstreams and one that is down behind one
-// route of the standalone proxy.
+// route, through each via (federationCases), then a member whose tools
+// drift.
 func TestFederation(t *testing.T) {
-	e := startFederation(t)
+	env := startFederation(t)
+	for _, v := range env.vias {
+		t.Run(v.name, func(t *testing.T) {
+			e := *env
+			e.proxy = v.base
+			federationCases(t, &e)
+		})
+	}
+	e := env
+	t.Run("older revision sessions", func(t *testing.T) { federationSessions(t, e) })
+	t.Run("a member's tools drift", func(t *testing.T) {
+		// A subscriptions/listen stream on the server hears of it.
+		listen := openListen(t, strings.TrimSuffix(e.proxy, "/mcp"), "")
+		listen.expect(t, "federated", "notifications/subscriptions/acknowledged")
+		e.clash.srv.AddTool(&sdk.Tool{Name: "echo", Description: "changed", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "changed"}}}, nil
+			})
+		e.clash.srv.RemoveTools(demo.ToolFindCustomers)
+		poll.Until(t, 3*config.MinCatalogRefresh, "the catalog lists the clash member again", func() bool {
+			return !slices.Contains(e.list(t, "tools/list", "tools", "name"), "cl_"+demo.ToolFindCustomers)
+		})
+		if isErr, text := e.callTool(t, "cl_"+demo.ToolFindCustomers, `{}`); !isErr {
+			t.Errorf("a removed tool was called: %q", text)
+		}
+		for m := listen.next(t, "tools/list_changed"); m.Method != "notifications/tools/list_changed"; m = listen.next(t, "tools/list_changed") {
+			t.Logf("on the stream before it: %s", m.Method)
+		}
+		if isErr, text := e.callTool(t, "bk_"+demo.ToolFindCustomers, `{"query":"Ada"}`); isErr {
+			t.Errorf("another member's tool failed: %q", text)
+		}
+	})
+}
 
+// federationCases are the cases every path to the virtual server must
+// pass alike.
+func federationCases(t *testing.T, e *fedEnv) {
 	tools := e.list(t, "tools/list", "tools", "name")
 	t.Run("tools/list", func(t *testing.T) {
 		want := []string{"bk_" + demo.ToolFindCustomers, "ev_test_simple_text", "ev_test_embedded_resource", "cl_" + demo.ToolFindCustomers, "cl_echo"}
@@ -272,12 +346,30 @@ func TestFederation(t *testing.T) {
 		}
 	})
 
+	t.Run("listed resolves, for every member", func(t *testing.T) {
+		// An argument no schema has: mcpgate refuses it after resolving
+		// the name (invalid_arguments), before anything is forwarded; a
+		// tool whose schema allows any argument runs.
+		for _, name := range tools {
+			if name == "confirm_action" || name == "reject_action" || name == "list_recent_changes" {
+				continue
+			}
+			isErr, text := e.callTool(t, name, `{"zz_probe":1}`)
+			if isErr && !strings.Contains(text, "invalid_arguments") {
+				t.Errorf("%s (listed): isError %v, %.200q", name, isErr, text)
+			}
+		}
+	})
+
 	t.Run("hidden is refused, for every member", func(t *testing.T) {
 		for _, name := range []string{"cl_undeclared_thing", "bk_" + demo.ToolCancelBooking, "ev_test_image_content"} {
 			before := len(e.clash.got)
 			isErr, text := e.callTool(t, name, `{}`)
 			if !isErr {
 				t.Errorf("%s (not listed) was called: %q", name, text)
+			}
+			if !strings.Contains(text, `\"`+name+`\"`) && !strings.Contains(text, `"`+name+`"`) {
+				t.Errorf("%s: the refusal does not name the tool as the client called it: %.300q", name, text)
 			}
 			if len(e.clash.got) != before {
 				t.Errorf("%s reached an upstream", name)
@@ -355,20 +447,164 @@ func TestFederation(t *testing.T) {
 		}
 	})
 
-	t.Run("a member's tools drift", func(t *testing.T) {
-		e.clash.srv.AddTool(&sdk.Tool{Name: "echo", Description: "changed", InputSchema: json.RawMessage(`{"type":"object"}`)},
-			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "changed"}}}, nil
-			})
-		e.clash.srv.RemoveTools(demo.ToolFindCustomers)
-		poll.Until(t, 3*config.MinCatalogRefresh, "the catalog lists the clash member again", func() bool {
-			return !slices.Contains(e.list(t, "tools/list", "tools", "name"), "cl_"+demo.ToolFindCustomers)
-		})
-		if isErr, text := e.callTool(t, "cl_"+demo.ToolFindCustomers, `{}`); !isErr {
-			t.Errorf("a removed tool was called: %q", text)
+}
+
+// demoSeen records the session ids and methods the demo member receives.
+type demoSeen struct {
+	mu   sync.Mutex
+	reqs []demoReq
+}
+
+type demoReq struct{ httpMethod, method, session string }
+
+func (s *demoSeen) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(strings.NewReader(string(body)))
+		var m struct {
+			Method string `json:"method"`
 		}
-		if isErr, text := e.callTool(t, "bk_"+demo.ToolFindCustomers, `{"query":"Ada"}`); isErr {
-			t.Errorf("another member's tool failed: %q", text)
-		}
+		_ = json.Unmarshal(body, &m)
+		s.mu.Lock()
+		s.reqs = append(s.reqs, demoReq{r.Method, m.Method, r.Header.Get("Mcp-Session-Id")})
+		s.mu.Unlock()
+		h.ServeHTTP(w, r)
 	})
+}
+
+func (s *demoSeen) since(n int) []demoReq {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.reqs[n:])
+}
+
+func (s *demoSeen) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.reqs)
+}
+
+// federationSessions: an SDK client of revision 2025-11-25 on the virtual
+// server. mcpgate answers initialize with its own session; the demo member
+// gets one session of its own, opened once under parallel first calls
+// (and the client's GET stream), never sees the client's session id, and
+// is closed with the client's DELETE; stateless members are called
+// without one.
+func federationSessions(t *testing.T, e *fedEnv) {
+	before := e.seen.len()
+	cs := connectSDK(t, e.proxy, "", "2025-11-25")
+	if cs.ID() == "" {
+		t.Fatal("mcpgate issued no session")
+	}
+	names := toolNames(t, cs)
+	if !slices.Contains(names, "bk_"+demo.ToolFindCustomers) || !slices.Contains(names, "cl_echo") {
+		t.Fatalf("tools/list: %v", names)
+	}
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "bk_" + demo.ToolFindCustomers, Arguments: map[string]any{"query": "Ada"}})
+			if err == nil && res.IsError {
+				err = fmt.Errorf("tool error: %v", res.Content)
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("bk_find_customers: %v", err)
+		}
+	}
+	if res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "cl_echo", Arguments: map[string]any{}}); err != nil || res.IsError {
+		t.Errorf("cl_echo: %v %+v", err, res)
+	}
+	var inits int
+	memberSession := ""
+	for _, r := range e.seen.since(before) {
+		if r.session == cs.ID() {
+			t.Errorf("the client's session id reached the member: %+v", r)
+		}
+		switch {
+		case r.method == "initialize":
+			inits++
+		case r.method == "tools/call":
+			if r.session == "" || (memberSession != "" && r.session != memberSession) {
+				t.Errorf("tools/call with member session %q (first %q)", r.session, memberSession)
+			}
+			memberSession = r.session
+		}
+	}
+	if inits != 1 {
+		t.Errorf("the demo member got %d initialize requests for one client session, want 1", inits)
+	}
+	// The client's GET stream is held by the first member, in its session.
+	poll.Until(t, 5*time.Second, "the client's GET stream at the demo member", func() bool {
+		return slices.ContainsFunc(e.seen.since(before), func(r demoReq) bool { return r.httpMethod == "GET" && r.session == memberSession })
+	})
+	n := e.seen.len()
+	if err := cs.Close(); err != nil {
+		t.Logf("close: %v", err)
+	}
+	poll.Until(t, 5*time.Second, "the member session's DELETE", func() bool {
+		return slices.ContainsFunc(e.seen.since(n), func(r demoReq) bool { return r.httpMethod == "DELETE" && r.session == memberSession })
+	})
+}
+
+// TestFederationValidate: `mcpgate validate` refuses the ambiguous
+// virtual servers, every problem at once with its key, and accepts the
+// federation guide's example.
+func TestFederationValidate(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte(`
+upstreams:
+  - {name: crm, url: "http://127.0.0.1:1/mcp"}
+  - {name: crm-eu, url: "http://127.0.0.1:2/mcp"}
+  - {name: files, url: "http://127.0.0.1:3/mcp"}
+servers:
+  - name: work
+    members:
+      - {upstream: crm, prefix: crm}
+      - {upstream: crm-eu, prefix: crm-eu}
+      - {upstream: files, prefix: my_files}
+      - {upstream: wiki, prefix: wiki}
+  - name: other
+    route: /other
+    members:
+      - {upstream: files, prefix: files}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "validate", "--config", bad)
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("validate accepted it:\n%s", out)
+	}
+	for _, want := range []string{
+		`servers[0].members[1].prefix: "crm-eu" and the prefix of members[0] ("crm") start alike`,
+		`servers[0].members[2].prefix: "my_files" holds the separator "_"`,
+		`servers[0].members[3].upstream: "wiki" is not the name of an upstream`,
+		`servers[1].members[0].upstream: upstream "files" is already a member at servers[0].members[2]`,
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("validate does not say %q:\n%s", want, out)
+		}
+	}
+	src, err := os.ReadFile("../docs/guides/federation.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, example, _ := strings.Cut(string(src), "```yaml\n")
+	example, _, _ = strings.Cut(example, "```")
+	good := filepath.Join(dir, "good.yaml")
+	if err := os.WriteFile(good, []byte(example), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runBin(t, "validate", "--config", good)
 }

@@ -60,7 +60,7 @@ func (p *Pipeline) authenticate(ctx context.Context, x *Exchange) *Verdict {
 	if a == nil {
 		return nil
 	}
-	pr, f := a.Authenticate(ctx, x.req)
+	pr, f := a.Authenticate(ctx, x.routeRequest())
 	if f == nil && pr == nil {
 		f = &AuthFailure{Status: 401, Code: AuthInvalidToken, Message: "The credential could not be verified."}
 	}
@@ -99,7 +99,7 @@ func (p *Pipeline) scopeChallenge(x *Exchange, d *policy.Decision) *Local {
 			}
 		}
 	}
-	f := a.InsufficientScope(x.req, needed)
+	f := a.InsufficientScope(x.routeRequest(), needed)
 	if f == nil {
 		return nil
 	}

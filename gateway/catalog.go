@@ -69,8 +69,10 @@ type schemaCache struct {
 	listed  sync.Map // definition hash → jsontext.Value, the inputSchema tools/list shows
 	output  sync.Map // definition hash → jsontext.Value, the outputSchema tools/list shows
 	// narrowed holds the compiled expose.input_schema of declared tools,
-	// by narrowKey (expose.go).
+	// by narrowKey (expose.go); tooLong the member tools already reported
+	// as too long to list (toolKey).
 	narrowed sync.Map
+	tooLong  sync.Map
 }
 
 type toolKey struct{ upstream, tool string }
@@ -446,6 +448,17 @@ func memberSpan(obj []byte, key string) (start, end int, ok bool, err error) {
 // withParam returns body with the value of params.<key> replaced by value
 // (bytes otherwise exact: no re-encoding) and the new params object.
 func withParam(body []byte, key string, value []byte) (newBody, params []byte, err error) {
+	return spliceParam(body, key, len(value), func(out []byte) ([]byte, error) { return append(out, value...), nil })
+}
+
+// withParamString is withParam with the JSON string s as the value.
+func withParamString(body []byte, key, s string) (newBody, params []byte, err error) {
+	return spliceParam(body, key, len(s)+2, func(out []byte) ([]byte, error) { return jsontext.AppendQuote(out, s) })
+}
+
+// spliceParam puts the value write appends (about size bytes) in place of
+// params.<key> of body, in one new buffer.
+func spliceParam(body []byte, key string, size int, write func([]byte) ([]byte, error)) (newBody, params []byte, err error) {
 	ps, pe, ok, err := memberSpan(body, "params")
 	if err != nil || !ok {
 		return nil, nil, errors.Join(errors.New("params not found"), err)
@@ -454,9 +467,14 @@ func withParam(body []byte, key string, value []byte) (newBody, params []byte, e
 	if err != nil || !ok {
 		return nil, nil, errors.Join(errors.New("params."+key+" not found"), err)
 	}
-	out := make([]byte, 0, len(body)-(ne-ns)+len(value))
-	out = append(append(append(out, body[:ps+ns]...), value...), body[ps+ne:]...)
-	return out, out[ps : pe+len(value)-(ne-ns) : pe+len(value)-(ne-ns)], nil
+	out := make([]byte, 0, len(body)-(ne-ns)+size)
+	out = append(out, body[:ps+ns]...)
+	if out, err = write(out); err != nil {
+		return nil, nil, err
+	}
+	delta := len(out) - (ps + ns) - (ne - ns)
+	out = append(out, body[ps+ne:]...)
+	return out, out[ps : pe+delta : pe+delta], nil
 }
 
 // eachMember calls fn with every member of the JSON object obj, in order,
@@ -667,15 +685,18 @@ func (p *Pipeline) listAnswer(ctx context.Context, x *Exchange) *Local {
 	} else {
 		// A federated route: every member's tools in member order, each
 		// under its prefix; a member not listed yet is left out.
-		for _, m := range x.fed.members {
+		parts := make([]string, len(x.fed.members))
+		for i, m := range x.fed.members {
 			tools, loaded := p.opts.Catalog.Tools(m.Upstream)
 			if !loaded {
 				continue
 			}
 			mx := x.forMember(m.Upstream)
 			items, visible, _ := p.visibleTools(ctx, mx, tools)
+			parts[i] = fingerprint(tools, items, visible, x.input.Principal.Toolset)
 			effects = p.writeListedTools(ctx, enc, mx, m.Prefix, tools, items, visible, effects)
 		}
+		p.recordListed(x, combineFingerprints(parts)) // listchanged.go
 	}
 	p.writeGatewayTools(enc, effects)
 	_ = enc.WriteToken(jsontext.EndArray)
@@ -700,7 +721,9 @@ func (p *Pipeline) listAnswer(ctx context.Context, x *Exchange) *Local {
 func (p *Pipeline) writeListedTools(ctx context.Context, enc *jsontext.Encoder, x *Exchange, prefix string, tools []CatalogTool, items []policy.Item, visible map[string]bool, effects []string) []string {
 	upstream, toolset := x.req.Upstream, x.input.Principal.Toolset
 	for i := range tools {
-		if !visible[tools[i].Name] || (p.opts.Writes != nil && isGatewayTool(tools[i].Name)) || p.exposure.shadowed(upstream, tools[i].Name) {
+		// (A member's tool named like mcpgate's own is listed with its
+		// prefix: it does not shadow mcpgate's.)
+		if !visible[tools[i].Name] || (p.opts.Writes != nil && prefix == "" && isGatewayTool(tools[i].Name)) || p.exposure.shadowed(upstream, tools[i].Name) {
 			continue
 		}
 		effects = append(effects, items[i].Tool.Effect)
@@ -713,6 +736,13 @@ func (p *Pipeline) writeListedTools(ctx context.Context, enc *jsontext.Encoder, 
 				title = titleFromName(name) // the member's name, without prefix
 			}
 			name = exposedTool(prefix, name)
+			if len(name) > maxToolName {
+				if _, told := p.schemas.tooLong.LoadOrStore(toolKey{upstream, tools[i].Name}, true); !told {
+					p.log.LogAttrs(ctx, slog.LevelWarn, "a member's tool is neither listed nor callable on its virtual server: its name with the member's prefix is longer than 128 characters",
+						slog.String("upstream", upstream), slog.String("tool", tools[i].Name), slog.String("exposed", name))
+				}
+				continue
+			}
 		}
 		lt.Title = title
 		lt.Description = p.opts.Toolsets.Description(toolset, upstream, lt.Name, desc)

@@ -308,6 +308,12 @@ func (p *Pipeline) ownAction(ctx context.Context, x *Exchange, token string) (st
 	if err == nil && a.Connection == connectionOf(&x.input.Principal) && a.Upstream == x.req.Upstream {
 		return a, nil
 	}
+	if err == nil && a.Connection == connectionOf(&x.input.Principal) && x.fed != nil && x.member == "" && x.fed.prefixOf(a.Upstream) != "" {
+		// A federated route: the action was previewed on one of its
+		// members, where the confirmed call goes.
+		x.toMember(a.Upstream)
+		return a, nil
+	}
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		x.outcome = OutcomeError
 		p.log.LogAttrs(ctx, slog.LevelError, "pending action cannot be read", slog.Any("error", err))
@@ -608,7 +614,7 @@ func (p *Pipeline) gatewayTools(ctx context.Context, x *Exchange) *Verdict {
 	if p.opts.Writes == nil || x.msg.Method != "tools/call" {
 		return nil
 	}
-	if isGatewayTool(x.msg.Name) {
+	if isGatewayTool(x.msg.Name) && x.member == "" { // a member's tool of that name is the member's
 		if l := p.gatewayTool(ctx, x, &x.body); l != nil {
 			return x.answer(l)
 		}

@@ -31,6 +31,9 @@ func (p *Pipeline) decide(ctx context.Context, x *Exchange, phase string, items 
 				// A renamed tool called by its own name: undeclared.
 				x.toolView = policy.Tool{Name: msg.Name}
 			}
+			if called := x.calledAs(); called != msg.Name {
+				x.toolView.CalledAs = called
+			}
 			in.Tool = &x.toolView
 			in.Message.TenantArguments = tenantArguments(msg.Arguments, p.tenantArgs)
 			p.catalogTool(x)

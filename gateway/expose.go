@@ -136,11 +136,7 @@ func (p *Pipeline) exposeName(ctx context.Context, x *Exchange) *Verdict {
 	case original == msg.Name:
 		return nil
 	}
-	quoted, err := jsontext.AppendQuote(nil, original)
-	var params, body []byte
-	if err == nil {
-		body, params, err = withParam(x.body, "name", quoted)
-	}
+	body, params, err := withParamString(x.body, "name", original)
 	if err != nil {
 		p.log.LogAttrs(ctx, slog.LevelError, "the tool's own name cannot be put into the request", slog.Any("error", err))
 		return x.answerAs(OutcomeError, local(500, mcp.ErrorResponse(msg.ID, &mcp.Error{Code: mcp.CodeInternalError, Message: "The gateway could not rewrite the tool name."})))
@@ -335,6 +331,9 @@ func (f *federation) split(exposed string, sep byte) (m *Member, rest string, ok
 // resolves to no tool name (unknown prefix, a renamed tool called by its
 // own name).
 func (f *federation) resolveTool(e exposure, exposed string) (upstream, original string, ok bool) {
+	if len(exposed) > maxToolName {
+		return "", "", false // never listed (writeListedTools)
+	}
 	m, rest, ok := f.split(exposed, federationSeparator)
 	if !ok {
 		return "", "", false
@@ -363,6 +362,11 @@ func (f *federation) resolveURI(exposed string) (upstream, original string, ok b
 	}
 	return m.Upstream, rest, true
 }
+
+// maxToolName is the longest tool name MCP allows (1–128 characters): a
+// member's tool whose prefixed name is longer is neither listed nor
+// callable on a federated route, and mcpgate says so in its log.
+const maxToolName = 128
 
 // exposedTool is the name clients of a federated route see of a member's
 // tool or prompt (name as the member's exposure shows it).

@@ -3,10 +3,13 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -48,6 +51,24 @@ type MemberLister interface {
 	Capabilities(ctx context.Context, upstream string) (jsontext.Value, bool)
 }
 
+// MemberSessions holds, for each client session mcpgate terminates on a
+// federated route (revisions before 2026-07-28), one session per member.
+// internal/app implements it over HTTP; the pipeline never opens
+// connections itself. Implementations must be safe for concurrent use.
+type MemberSessions interface {
+	// Session returns the member's session id for client session key and
+	// the revision the member agreed to, opening the session on first use
+	// (initialize, then notifications/initialized, asking for version,
+	// with header's fields: the forwarded request's assertion and
+	// credential). Parallel first uses open one session.
+	Session(ctx context.Context, key, upstream, version string, header mcp.Header) (id, agreed string, err error)
+	// Reset forgets the member session id after the member answered 404
+	// for it: the next use opens a new one.
+	Reset(key, upstream, id string)
+	// Close ends the member sessions of key (HTTP DELETE to each member).
+	Close(ctx context.Context, key string)
+}
+
 // federate is the expose stage of a request on a federated route: the
 // name or URI the message carries resolves to one member (federation's
 // resolvers), the body gets the member's own name or URI, and the
@@ -59,19 +80,45 @@ func (p *Pipeline) federate(ctx context.Context, x *Exchange, f *federation) *Ve
 	x.fed = f
 	msg := x.msg
 	if msg == nil {
-		// An older revision's GET stream or DELETE: a federated route has
-		// no upstream session to relay (the MCP answer for "no stream").
+		if x.req.Method == "DELETE" && x.req.Header.Get(SessionHeader) != "" {
+			return nil // the session's end: federationGate, once authenticated
+		}
+		if x.req.Method == "GET" && x.req.Header.Get(SessionHeader) != "" {
+			// An older revision's GET stream, held by one member (in
+			// its own session, opened on first use) as a
+			// subscriptions/listen stream is: mcpgate announces the
+			// server's tools/list_changed on it, and the member's
+			// requests to the client carry its prefix.
+			x.toMember(p.carrier(f))
+			return nil
+		}
+		// A GET stream without a session: none (the MCP answer for "no
+		// stream").
 		l := local(405, nil)
-		l.Header = mcp.Header{"allow": {"POST, OPTIONS"}}
+		l.Header = mcp.Header{"allow": {"POST, DELETE, OPTIONS"}}
 		return x.answerAs(OutcomeInvalid, l)
+	}
+	if msg.Kind == mcp.KindResponse {
+		return p.federateResponse(ctx, x, f)
 	}
 	if msg.Kind != mcp.KindRequest {
 		return nil
+	}
+	if _, has := paramMember(msg, mcp.ParamTask); has {
+		// Its tasks/* follow-ups name no member: not federated (yet).
+		return x.answerAs(OutcomeInvalid, local(200, mcp.ErrorResponse(msg.ID, &mcp.Error{Code: mcp.CodeInvalidParams,
+			Message: "Invalid params: task-augmented requests are not available on this federated endpoint; call without params.task."})))
 	}
 	var upstream, original, key string
 	var ok bool
 	switch msg.Method {
 	case "tools/call":
+		if p.opts.Writes != nil && isGatewayTool(msg.Name) {
+			// mcpgate's own tool (confirm_action, …), listed without
+			// prefix: the server's; a confirmed action goes to its member
+			// (ownAction).
+			return nil
+		}
 		upstream, original, ok = f.resolveTool(p.exposure, msg.Name)
 		key = "name"
 	case "prompts/get":
@@ -80,6 +127,14 @@ func (p *Pipeline) federate(ctx context.Context, x *Exchange, f *federation) *Ve
 	case "resources/read", "resources/subscribe", "resources/unsubscribe":
 		upstream, original, ok = f.resolveURI(msg.URI)
 		key = "uri"
+	case "completion/complete":
+		return p.federateCompletion(ctx, x, f)
+	case "subscriptions/listen":
+		// The stream is held by one member (the carrier); mcpgate
+		// announces the server's tools/list_changed on it
+		// (listchanged.go, with the fingerprint of every member).
+		x.toMember(p.carrier(f))
+		return nil
 	default:
 		return nil
 	}
@@ -94,14 +149,9 @@ func (p *Pipeline) federate(ctx context.Context, x *Exchange, f *federation) *Ve
 		x.fedUnknown = true
 		return nil
 	}
-	quoted, err := jsontext.AppendQuote(nil, original)
-	var params, body []byte
-	if err == nil {
-		body, params, err = withParam(x.body, key, quoted)
-	}
+	body, params, err := withParamString(x.body, key, original)
 	if err != nil {
-		p.log.LogAttrs(ctx, slog.LevelError, "the member's own name cannot be put into the request", slog.Any("error", err))
-		return x.answerAs(OutcomeError, local(500, mcp.ErrorResponse(msg.ID, &mcp.Error{Code: mcp.CodeInternalError, Message: "The gateway could not rewrite the request for its upstream."})))
+		return p.rewriteFailed(ctx, x, err)
 	}
 	if key == "name" {
 		x.exposedAs = msg.Name
@@ -111,9 +161,99 @@ func (p *Pipeline) federate(ctx context.Context, x *Exchange, f *federation) *Ve
 	}
 	msg.Params = params
 	x.body, x.bodyChanged = body, true
-	r := *x.req
-	r.Upstream = upstream
-	x.req, x.member = &r, upstream
+	x.toMember(upstream)
+	return nil
+}
+
+// carrier is the member that holds a federated route's
+// subscriptions/listen streams: the first member whose tools are listed
+// (so likely up), else the first.
+func (p *Pipeline) carrier(f *federation) string {
+	if p.opts.Catalog != nil {
+		for _, m := range f.members {
+			if _, loaded := p.opts.Catalog.Tools(m.Upstream); loaded {
+				return m.Upstream
+			}
+		}
+	}
+	if len(f.members) == 0 {
+		return ""
+	}
+	return f.members[0].Upstream
+}
+
+// toMember makes the member upstream the exchange's upstream: from here
+// on the request is the member's, as on the member's own route.
+func (x *Exchange) toMember(upstream string) {
+	x.memberReq = *x.req
+	x.memberReq.Upstream = upstream
+	x.routeReq = x.req
+	x.req, x.member = &x.memberReq, upstream
+}
+
+// routeRequest is the request as it came in on its route: on a federated
+// route its Upstream is the server, whose protected resource (token
+// audience, scopes, metadata) the caller authenticates for, whichever
+// member the message goes to.
+func (x *Exchange) routeRequest() *Request {
+	if x.routeReq != nil {
+		return x.routeReq
+	}
+	return x.req
+}
+
+// rewriteFailed answers a request whose body could not take the member's
+// own name (fail closed).
+func (p *Pipeline) rewriteFailed(ctx context.Context, x *Exchange, err error) *Verdict {
+	p.log.LogAttrs(ctx, slog.LevelError, "the member's own name cannot be put into the request", slog.Any("error", err))
+	return x.answerAs(OutcomeError, local(500, mcp.ErrorResponse(x.msg.ID, &mcp.Error{Code: mcp.CodeInternalError, Message: "The gateway could not rewrite the request for its upstream."})))
+}
+
+// federateCompletion resolves the prompt or resource template a
+// completion/complete refers to (params.ref: {"type":"ref/prompt",
+// "name"} or {"type":"ref/resource","uri"}) to its member, with the
+// member's own name or URI template in the body.
+func (p *Pipeline) federateCompletion(ctx context.Context, x *Exchange, f *federation) *Verdict {
+	var params struct {
+		Ref struct {
+			Type string `json:"type"`
+			Name string `json:"name"`
+			URI  string `json:"uri"`
+		} `json:"ref"`
+	}
+	if json.Unmarshal(x.msg.Params, &params, json.RejectUnknownMembers(false)) != nil {
+		x.fedUnknown = true
+		return nil
+	}
+	var upstream, original, key string
+	var ok bool
+	switch params.Ref.Type {
+	case "ref/prompt":
+		upstream, original, ok = f.resolvePrompt(params.Ref.Name)
+		key = "name"
+	case "ref/resource":
+		upstream, original, ok = f.resolveURI(params.Ref.URI)
+		key = "uri"
+	}
+	ref, found, err := member(x.msg.Params, "ref")
+	if !ok || !found || err != nil {
+		x.fedUnknown = true
+		return nil
+	}
+	q, err := jsontext.AppendQuote(nil, original)
+	if err == nil {
+		ref, err = withMember(ref, key, q)
+	}
+	var body, newParams []byte
+	if err == nil {
+		body, newParams, err = withParam(x.body, "ref", ref)
+	}
+	if err != nil {
+		return p.rewriteFailed(ctx, x, err)
+	}
+	x.msg.Params = newParams
+	x.body, x.bodyChanged = body, true
+	x.toMember(upstream)
 	return nil
 }
 
@@ -128,23 +268,50 @@ func (p *Pipeline) federationGate(ctx context.Context, x *Exchange) *Verdict {
 		return nil
 	}
 	msg := x.msg
+	if msg == nil {
+		// DELETE: the client ends its session; mcpgate ends the members'.
+		if p.opts.MemberSessions != nil {
+			p.opts.MemberSessions.Close(ctx, x.req.Header.Get(SessionHeader))
+		}
+		x.unbindSession(200)
+		return x.answerAs(OutcomeLocal, local(200, nil))
+	}
+	if msg.Kind == mcp.KindRequest && x.version >= mcp.Version20260728 && msg.Meta.ClientCapabilities == nil {
+		// mcpgate answers this request itself, so it checks what the
+		// server would (SEP-2575): every request declares the client's
+		// capabilities.
+		return x.answerAs(OutcomeInvalid, local(400, mcp.ErrorResponse(msg.ID, &mcp.Error{Code: mcp.CodeInvalidParams,
+			Message: "Invalid params: _meta has no " + mcp.MetaKeyClientCapabilities})))
+	}
 	switch msg.Kind {
 	case mcp.KindNotification:
+		if msg.Method == mcp.NotificationCancelled {
+			if member := p.calls.memberOf(x); member != "" {
+				x.toMember(member) // the member that has the request
+				return nil
+			}
+		}
 		return x.answerAs(OutcomeLocal, local(202, nil))
 	case mcp.KindResponse:
 		return x.answerAs(OutcomeInvalid, local(400, mcp.ErrorResponse(jsonNull, &mcp.Error{Code: mcp.CodeInvalidRequest,
 			Message: "This federated endpoint sends no requests to clients; the response matches none."})))
 	}
 	switch {
+	case msg.Method == "tools/call" && !x.fedUnknown:
+		return nil // mcpgate's own tool (federate)
 	case msg.Method == "tools/call":
 		x.outcome = OutcomeDeny
 		return x.answer(local(200, refusal.ToolError(msg.ID, []policy.Reason{p.unknownTool(ctx, x)}, "")))
 	case msg.Method == "prompts/get":
 		return x.answerAs(OutcomeInvalid, local(200, mcp.ErrorResponse(msg.ID, &mcp.Error{Code: mcp.CodeInvalidParams,
 			Message: "Unknown prompt " + quote(msg.Name) + ": prompt names start with a member's prefix and '_'; call prompts/list."})))
+	case msg.Method == "completion/complete":
+		return x.answerAs(OutcomeInvalid, local(200, mcp.ErrorResponse(msg.ID, &mcp.Error{Code: mcp.CodeInvalidParams,
+			Message: "Unknown reference: params.ref names a prompt (<prefix>_<name>) or resource template (<prefix>+<uri>) of no member; call prompts/list or resources/templates/list."})))
 	case strings.HasPrefix(msg.Method, "resources/") && x.fedUnknown:
-		return x.answerAs(OutcomeInvalid, local(200, mcp.ErrorResponse(msg.ID, &mcp.Error{Code: codeResourceNotFound,
-			Message: "Resource not found: " + quote(msg.URI) + " names no member (URIs start with a member's prefix and '+'); call resources/list."})))
+		return x.answerAs(OutcomeInvalid, local(200, mcp.ErrorResponse(msg.ID, &mcp.Error{Code: mcp.CodeInvalidParams,
+			Message: "Resource not found: " + quote(msg.URI) + " names no member (URIs start with a member's prefix and '+'); call resources/list.",
+			Data:    map[string]string{"uri": msg.URI}})))
 	case msg.Method == "ping" || msg.Method == "logging/setLevel":
 		return x.answerAs(OutcomeLocal, local(200, mcp.ResultResponse(msg.ID, []byte("{}"))))
 	case listKinds[msg.Method] != "" || msg.Method == mcp.MethodInitialize || msg.Method == mcp.MethodServerDiscover:
@@ -153,10 +320,6 @@ func (p *Pipeline) federationGate(ctx context.Context, x *Exchange) *Verdict {
 	return x.answerAs(OutcomeInvalid, local(404, mcp.ErrorResponse(msg.ID, &mcp.Error{Code: mcp.CodeMethodNotFound,
 		Message: "Method " + quote(msg.Method) + " is not available on this federated endpoint."})))
 }
-
-// codeResourceNotFound is MCP's JSON-RPC error code for an unknown
-// resource URI.
-const codeResourceNotFound = -32002
 
 // unknownTool is the reason a tools/call naming no member's tool is
 // refused: the prefix is no member's, or the member has no such tool
@@ -268,7 +431,17 @@ func (p *Pipeline) federatedAnswer(ctx context.Context, x *Exchange) *Verdict {
 	}
 	switch m := x.msg.Method; {
 	case m == mcp.MethodInitialize || m == mcp.MethodServerDiscover:
-		return x.answer(p.federatedDiscover(ctx, x))
+		l := p.federatedDiscover(ctx, x)
+		if m == mcp.MethodInitialize && l.Status == 200 {
+			// mcpgate's own session, bound to the caller; each member's
+			// is opened on first use (MemberSessions).
+			id := newSessionID()
+			if err := x.bindSessionID(id); err != nil {
+				return x.answerAs(OutcomeError, unavailable(x.msg, "The gateway cannot start a session right now."))
+			}
+			l.Header.Set(SessionHeader, id)
+		}
+		return x.answer(l)
 	case listKinds[m] != "":
 		return x.answer(p.federatedList(ctx, x, listKinds[m]))
 	}
@@ -334,6 +507,8 @@ func (p *Pipeline) federatedList(ctx context.Context, x *Exchange, kind string) 
 	if x.version >= mcp.Version20260728 {
 		_ = enc.WriteToken(jsontext.String("cacheScope"))
 		_ = enc.WriteToken(jsontext.String("private"))
+		_ = enc.WriteToken(jsontext.String("ttlMs"))
+		_ = enc.WriteToken(jsontext.Int(p.opts.ListTTL.Milliseconds()))
 	}
 	_ = enc.WriteToken(jsontext.EndObject)
 	x.fromCatalog = true // answered for the members: counted as allowed
@@ -360,27 +535,30 @@ func (x *Exchange) visibleItems(ctx context.Context, kind string, items []jsonte
 	_ = enc.WriteToken(jsontext.EndArray)
 	_ = enc.WriteToken(jsontext.EndObject)
 	filtered, err := x.filterList(ctx, b.Bytes())
-	if err != nil || filtered == nil {
-		return items, err
-	}
-	var kept struct {
-		Items []jsontext.Value `json:"-"`
+	switch {
+	case err != nil:
+		return nil, err
+	case filtered == nil:
+		return items, nil // every item stays
 	}
 	v, _, err := member(filtered, kind)
 	if err != nil {
 		return nil, err
 	}
-	if err := json.Unmarshal(v, &kept.Items); err != nil {
+	var kept []jsontext.Value
+	if err := json.Unmarshal(v, &kept); err != nil {
 		return nil, err
 	}
-	return kept.Items, nil
+	return kept, nil
 }
 
 // federatedDiscover answers initialize (older revisions) or
 // server/discover (2026-07-28) on a federated route: mcpgate speaks for
 // the server, with the union of its members' capabilities.
 func (p *Pipeline) federatedDiscover(ctx context.Context, x *Exchange) *Local {
-	caps := map[string]map[string]any{"tools": {}}
+	// mcpgate announces the server's tools/list_changed itself, on
+	// subscriptions/listen and GET streams (listchanged.go).
+	caps := map[string]map[string]any{"tools": {"listChanged": true}}
 	for _, m := range x.fed.members {
 		if p.opts.Members == nil {
 			break
@@ -393,26 +571,17 @@ func (p *Pipeline) federatedDiscover(ctx context.Context, x *Exchange) *Local {
 		if json.Unmarshal(raw, &c) != nil {
 			continue
 		}
+		// A member's capability, without listChanged and subscribe:
+		// mcpgate announces only the tools' changes, and resource
+		// subscriptions are not federated.
 		for _, k := range []string{"prompts", "resources", "logging"} {
-			v, has := c[k]
-			if !has {
-				continue
-			}
-			dst := caps[k]
-			if dst == nil {
-				dst = map[string]any{}
-				caps[k] = dst
-			}
-			if obj, ok := v.(map[string]any); ok {
-				// listChanged is not relayed from members; subscribe is.
-				if b, _ := obj["subscribe"].(bool); b {
-					dst["subscribe"] = true
-				}
+			if _, has := c[k]; has {
+				caps[k] = map[string]any{}
 			}
 		}
 	}
-	result := map[string]any{"capabilities": caps}
 	info := map[string]any{"name": x.fed.name, "title": "mcpgate federated server " + x.fed.name, "version": "1"}
+	result := map[string]any{"capabilities": caps, "_meta": map[string]any{metaKeyServerInfo: info}}
 	if x.msg.Method == mcp.MethodInitialize {
 		v := x.msg.InitializeVersion
 		if !mcp.IsSupportedVersion(v) || v >= mcp.Version20260728 {
@@ -423,6 +592,9 @@ func (p *Pipeline) federatedDiscover(ctx context.Context, x *Exchange) *Local {
 	} else {
 		result["supportedVersions"] = mcp.SupportedVersions
 		result["serverInfo"] = info
+		// The same for every caller: the members' capabilities.
+		result["cacheScope"] = "public"
+		result["ttlMs"] = p.opts.ListTTL.Milliseconds()
 	}
 	body, err := json.Marshal(result, json.Deterministic(true))
 	if err != nil {
@@ -438,6 +610,10 @@ func memberUnavailable(x *Exchange) *Local {
 	reason := policy.Reason{Code: "upstream_unavailable",
 		Cause: "The server behind prefix " + quote(x.fed.prefixOf(x.member)) + " is not available right now.",
 		Fix:   "Retry in a few seconds; the other tools of this endpoint keep working."}
+	if x.msg == nil || x.msg.Kind != mcp.KindRequest {
+		// A GET stream or a client's answer: no request to answer.
+		return unavailable(x.msg, reason.Cause)
+	}
 	if x.msg.Method == "tools/call" {
 		return local(200, refusal.ToolError(x.msg.ID, []policy.Reason{reason}, ""))
 	}
@@ -448,6 +624,9 @@ func memberUnavailable(x *Exchange) *Local {
 // resources and resource contents in a member's result to their exposed
 // form (<prefix>+<uri>); nil when the result carries none.
 func (x *Exchange) exposeResultURIs(result []byte) ([]byte, error) {
+	if !bytes.Contains(result, []byte(`"uri"`)) {
+		return nil, nil // no resource carries a URI: nothing to walk
+	}
 	prefix := x.memberPrefix()
 	var werr error
 	out, _, err := mapResourceItems(result, func(item jsontext.Value, uri string) (jsontext.Value, bool) {
@@ -494,4 +673,150 @@ func (x *Exchange) exposeParamURI(params []byte) ([]byte, error) {
 		return nil, err
 	}
 	return withMember(params, "uri", q)
+}
+
+// newSessionID is a session id mcpgate issues on a federated route: 128
+// random bits, hex (visible ASCII, as MCP requires).
+func newSessionID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// memberIDSeparator joins a member's prefix and the raw JSON text of the
+// id of a request the member sent a client: the id the client sees is the
+// string "<prefix>/<raw id>", and its answer goes back to that member
+// under the member's own id.
+const memberIDSeparator = "/"
+
+// exposeRequestID returns the server-to-client request body with its id
+// id exposed for the client (memberIDSeparator).
+func (x *Exchange) exposeRequestID(body []byte, id jsontext.Value) ([]byte, error) {
+	q, err := jsontext.AppendQuote(nil, x.memberPrefix()+memberIDSeparator+string(id))
+	if err != nil {
+		return nil, err
+	}
+	return withMember(body, "id", q)
+}
+
+// federateResponse routes a client's answer to a server-to-client request
+// back to the member that sent it, with the member's own id
+// (exposeRequestID); an answer that names no member is refused by
+// federationGate.
+func (p *Pipeline) federateResponse(_ context.Context, x *Exchange, f *federation) *Verdict {
+	var exposed string
+	if json.Unmarshal(x.msg.ID, &exposed) != nil {
+		return nil
+	}
+	prefix, raw, ok := strings.Cut(exposed, memberIDSeparator)
+	m := f.byPrefix[prefix]
+	if !ok || m == nil || !jsontext.Value(raw).IsValid() {
+		return nil
+	}
+	body, err := withMember(x.body, "id", []byte(raw))
+	if err != nil {
+		return nil
+	}
+	x.msg.ID = jsontext.Value(raw)
+	x.body, x.bodyChanged = body, true
+	x.toMember(m.Upstream)
+	return nil
+}
+
+// memberSession puts the member's session into v, the verdict of a
+// request of an older revision on a federated route: the client's
+// session id (mcpgate's own) never reaches a member, and a member's never
+// reaches the client. It returns the answer when the member's session
+// cannot be opened.
+func (p *Pipeline) memberSession(x *Exchange, v *Verdict) *Local {
+	key := x.req.Header.Get(SessionHeader)
+	if x.member == "" || x.version >= mcp.Version20260728 {
+		return nil
+	}
+	version := x.version
+	if x.msg == nil {
+		version = mcp.EffectiveVersion(x.req.Header, nil) // a GET stream
+	}
+	var id, agreed string
+	if p.opts.MemberSessions != nil && key != "" {
+		var err error
+		id, agreed, err = p.opts.MemberSessions.Session(x.ctx, key, x.member, version, v.SetHeader)
+		if err != nil {
+			p.log.LogAttrs(x.ctx, slog.LevelWarn, "a member's session cannot be opened", slog.String("upstream", x.member), slog.Any("error", err))
+			x.outcome = OutcomeError
+			return memberUnavailable(x)
+		}
+	}
+	if id == "" {
+		// A member without sessions: mcpgate's own id stays here.
+		if key != "" {
+			v.RemoveHeader = append(slices.Clip(v.RemoveHeader), SessionHeader)
+		}
+		return nil
+	}
+	x.memberSession = id
+	v.SetHeader.Set(SessionHeader, id)
+	if agreed != "" && agreed != version {
+		v.SetHeader.Set(mcp.HeaderProtocolVersion, agreed)
+	}
+	return nil
+}
+
+// metaKeyServerInfo is the _meta member in which a 2026-07-28 server
+// names itself on its results.
+const metaKeyServerInfo = "io.modelcontextprotocol/serverInfo"
+
+// memberCalls are the requests in flight on federated routes, each with
+// the member it went to, so that notifications/cancelled (which names the
+// request's id) reaches that member. Keyed by route, caller (the client's
+// session with older revisions, else the connection) and request id;
+// bounded by maxMemberCalls (beyond, a call is not recorded and its
+// cancellation stays with mcpgate).
+type memberCalls struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+const maxMemberCalls = 100000
+
+// callKey is the key of the request id in x's scope.
+func callKey(x *Exchange, id []byte) string {
+	scope := x.req.Header.Get(SessionHeader)
+	if scope == "" {
+		scope = connectionOf(&x.input.Principal)
+	}
+	return x.fed.name + "\x1f" + scope + "\x1f" + string(id)
+}
+
+func (c *memberCalls) add(x *Exchange) {
+	k := callKey(x, x.msg.ID)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]string{}
+	}
+	if len(c.m) >= maxMemberCalls {
+		return
+	}
+	c.m[k] = x.member
+	x.callKey = k
+}
+
+func (c *memberCalls) remove(k string) {
+	c.mu.Lock()
+	delete(c.m, k)
+	c.mu.Unlock()
+}
+
+// memberOf returns the member that has the request a
+// notifications/cancelled names, "" when none of x's is in flight.
+func (c *memberCalls) memberOf(x *Exchange) string {
+	id, ok, err := member(x.msg.Params, "requestId")
+	if err != nil || !ok {
+		return ""
+	}
+	k := callKey(x, id)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[k]
 }

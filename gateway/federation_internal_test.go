@@ -29,6 +29,8 @@ func TestFederationResolve(t *testing.T) {
 		{"empty prefix", "_find", "", "", false},
 		{"upper case prefix", "CRM_find", "", "", false},
 		{"nothing after the prefix", "crm_", "crm", "", true},
+		{"longer than MCP allows", "crm_" + strings.Repeat("a", 125), "", "", false},
+		{"as long as MCP allows", "crm_" + strings.Repeat("a", 124), "crm", strings.Repeat("a", 124), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			up, orig, ok := f.resolveTool(e, tc.exposed)
@@ -105,7 +107,7 @@ func FuzzFederationResolve(f *testing.F) {
 	fed := newFederations([]Server{testServer})["work"]
 	f.Fuzz(func(t *testing.T, i uint8, s string) {
 		m := testServer.Members[int(i)%len(testServer.Members)]
-		if up, orig, ok := fed.resolveTool(nil, exposedTool(m.Prefix, s)); !ok || up != m.Upstream || orig != s {
+		if up, orig, ok := fed.resolveTool(nil, exposedTool(m.Prefix, s)); (!ok || up != m.Upstream || orig != s) && len(exposedTool(m.Prefix, s)) <= maxToolName {
 			t.Fatalf("tool %q of %s resolved to %q, %q, %v", s, m.Upstream, up, orig, ok)
 		}
 		if s != "" {

@@ -59,6 +59,9 @@ func (p *Pipeline) forwardVerdict(x *Exchange, body []byte, changed bool) Verdic
 			return Verdict{Local: l}
 		}
 	}
+	if l := p.memberSession(x, &v); l != nil {
+		return Verdict{Local: l}
+	}
 	return v
 }
 
@@ -109,6 +112,9 @@ func (p *Pipeline) relayUndecided(_ context.Context, x *Exchange) *Verdict {
 // arrives), any other allowed call is audited now.
 func (p *Pipeline) forward(ctx context.Context, x *Exchange) *Verdict {
 	v := x.forwardWith(p.forwardVerdict(x, x.body, x.bodyChanged))
+	if x.member != "" && v.Local == nil && x.msg.Kind == mcp.KindRequest {
+		p.calls.add(x) // federation.go: a cancellation finds its member
+	}
 	if x.msg.Method != "tools/call" {
 		return v
 	}

@@ -139,7 +139,7 @@ func (h *listHub) snapshot(upstream string) []*listStream {
 	defer h.mu.Unlock()
 	out := make([]*listStream, 0, len(h.streams))
 	for s := range h.streams {
-		if upstream == "" || s.x.req.Upstream == upstream {
+		if upstream == "" || s.x.req.Upstream == upstream || (s.x.fed != nil && s.x.fed.prefixOf(upstream) != "") {
 			out = append(out, s)
 		}
 	}
@@ -247,7 +247,7 @@ func (p *Pipeline) recheck(s *listStream) {
 	defer cancel()
 	pr := s.x.input.Principal
 	if a := p.opts.Authenticator; a != nil {
-		fresh, f := a.Authenticate(ctx, s.x.req)
+		fresh, f := a.Authenticate(ctx, s.x.routeRequest())
 		if f != nil || fresh == nil {
 			p.log.LogAttrs(ctx, slog.LevelDebug, "notification stream's credential no longer authenticates; not rechecked", slog.String("upstream", s.x.req.Upstream))
 			return
@@ -278,13 +278,43 @@ func (p *Pipeline) recheck(s *listStream) {
 // definition hash and effect, in order. ok is false when it cannot be
 // computed (catalog not loaded, policy failed).
 func (p *Pipeline) toolsFingerprint(ctx context.Context, sx *Exchange, pr policy.Principal) (string, bool) {
-	tools, loaded := p.opts.Catalog.Tools(sx.req.Upstream)
+	if sx.fed == nil {
+		return p.upstreamFingerprint(ctx, sx, sx.req, pr)
+	}
+	// A federated route: every member's, a member not listed counting as
+	// a list of its own (its tools are left out of tools/list).
+	parts := make([]string, len(sx.fed.members))
+	for i, m := range sx.fed.members {
+		r := *sx.routeRequest()
+		r.Upstream = m.Upstream
+		if fp, ok := p.upstreamFingerprint(ctx, sx, &r, pr); ok {
+			parts[i] = fp
+		}
+	}
+	return combineFingerprints(parts), true
+}
+
+// combineFingerprints is the fingerprint of a federated route's tools/list
+// from its members' (in member order; "" for a member not listed).
+func combineFingerprints(parts []string) string {
+	h := sha256.New()
+	for _, fp := range parts {
+		h.Write([]byte(fp))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// upstreamFingerprint is toolsFingerprint for the upstream of r.
+func (p *Pipeline) upstreamFingerprint(ctx context.Context, sx *Exchange, r *Request, pr policy.Principal) (string, bool) {
+	tools, loaded := p.opts.Catalog.Tools(r.Upstream)
 	if !loaded {
 		return "", false
 	}
-	rx := &Exchange{ctx: ctx, p: p, req: sx.req, version: sx.version, label: "tools/list",
+	rx := &Exchange{ctx: ctx, p: p, req: r, version: sx.version, label: "tools/list",
 		msg: &mcp.Message{Kind: mcp.KindRequest, Method: "tools/list"}}
 	rx.input.Transport = sx.input.Transport
+	rx.input.Transport.Upstream = r.Upstream
 	rx.input.Message = policy.Message{Kind: "request", Method: "tools/list", Client: sx.input.Message.Client}
 	rx.input.Principal = pr
 	items, visible, ok := p.visibleTools(ctx, rx, tools)
@@ -344,7 +374,7 @@ func fingerprint(tools []CatalogTool, items []policy.Item, visible map[string]bo
 // from what the client saw.
 func (p *Pipeline) recordListed(x *Exchange, fp string) {
 	if c := x.input.Principal.Connection; c != "" && p.pushesListChanged() {
-		p.lists.setListed(listedKey{c, x.req.Upstream}, fp)
+		p.lists.setListed(listedKey{c, x.routeRequest().Upstream}, fp)
 	}
 }
 
@@ -377,7 +407,7 @@ func (p *Pipeline) openListStream(ctx context.Context, x *Exchange) *listStream 
 	}
 	s.baseline = fp
 	if c := x.input.Principal.Connection; c != "" {
-		if last, ok := p.lists.lastListed(listedKey{c, x.req.Upstream}); ok && last != fp {
+		if last, ok := p.lists.lastListed(listedKey{c, x.routeRequest().Upstream}); ok && last != fp {
 			s.pending = true
 		}
 	}

@@ -141,6 +141,10 @@ type Options struct {
 	// Servers are the federated routes (federation.go): a request whose
 	// Request.Upstream names one is resolved to one of its members.
 	Servers []Server
+	// MemberSessions holds the members' sessions of the client sessions
+	// mcpgate terminates on federated routes (revisions before
+	// 2026-07-28); nil: older revisions are refused there.
+	MemberSessions MemberSessions
 	// Members lists the prompts, resources and capabilities of federated
 	// routes' members; nil: their lists are empty and initialize
 	// announces tools only.
@@ -184,7 +188,10 @@ type Pipeline struct {
 	textShaper, secretShaper *shape.Shaper
 	// lists are the open notification streams (listchanged.go);
 	// resTenants the compiled ResourceTenants (resources.go).
-	lists      *listHub
+	lists *listHub
+	// calls are the requests in flight on federated routes, by the id a
+	// cancellation names (federation.go); shared by every snapshot.
+	calls      *memberCalls
 	resTenants resourceTenants
 	// exposure resolves the names tools are exposed under (expose.go);
 	// servers the federated routes by name.
@@ -206,7 +213,7 @@ type deciderBox struct{ Decider }
 func New(d Decider, o Options) *Pipeline {
 	p := build(o)
 	p.decider, p.cur = new(atomic.Pointer[deciderBox]), new(atomic.Pointer[Pipeline])
-	p.loops, p.lists = new(loopBrake), new(listHub)
+	p.loops, p.lists, p.calls = new(loopBrake), new(listHub), new(memberCalls)
 	p.decider.Store(&deciderBox{d})
 	p.cur.Store(p)
 	return p
@@ -222,7 +229,7 @@ func New(d Decider, o Options) *Pipeline {
 // caches of compiled schemas and result shapers start empty.
 func (p *Pipeline) Reconfigure(o Options) {
 	n := build(o)
-	n.decider, n.cur, n.loops, n.lists = p.decider, p.cur, p.loops, p.lists
+	n.decider, n.cur, n.loops, n.lists, n.calls = p.decider, p.cur, p.loops, p.lists, p.calls
 	p.cur.Store(n)
 }
 
@@ -415,6 +422,15 @@ type Exchange struct {
 	fed        *federation
 	member     string
 	fedUnknown bool
+	// memberSession is the member's session id the forwarded request
+	// carries (older revisions on a federated route); routeReq is the
+	// request as received when req became the member's (routeRequest).
+	memberSession string
+	routeReq      *Request
+	// callKey is the exchange's entry in Pipeline.calls ("" when none).
+	callKey string
+	// memberReq is req's storage once it is the member's (toMember).
+	memberReq Request
 	// toolView and catEntry back input.Tool and input.Tool.Catalog of a
 	// tools/call (one allocation with the exchange instead of two more).
 	toolView policy.Tool
@@ -501,6 +517,9 @@ func (x *Exchange) Finish() { x.End(nil) }
 // exchange holds (End).
 func (x *Exchange) finish() {
 	x.p.closeListStream(x)
+	if x.callKey != "" {
+		x.p.calls.remove(x.callKey)
+	}
 	// A forwarded write whose answer never arrived (client gone, stream
 	// cut, upstream failed): its outcome is unknown.
 	x.abandon()

@@ -129,6 +129,10 @@ func (x *Exchange) responseHeaders(status int, h mcp.Header) (ResponseMode, erro
 		}
 	}
 	x.unbindSession(status)
+	if status == 404 && x.memberSession != "" {
+		// The member lost its session: the next use opens a new one.
+		x.p.opts.MemberSessions.Reset(x.req.Header.Get(SessionHeader), x.member, x.memberSession)
+	}
 	if status/100 == 4 {
 		x.release() // the upstream refused the request: nothing ran
 	}
@@ -518,10 +522,20 @@ func (x *Exchange) shapeServerRequest(body []byte, msg *mcp.Message) ([]byte, er
 	if err != nil {
 		return nil, errors.Join(ErrUpstreamResponse, err)
 	}
+	out := body
+	if params != nil {
+		if out, err = withMember(body, "params", params); err != nil {
+			return nil, err
+		}
+	}
+	if x.member != "" {
+		// A federated route: the client's answer must find the member.
+		return x.exposeRequestID(out, msg.ID)
+	}
 	if params == nil {
 		return nil, nil
 	}
-	return withMember(body, "params", params)
+	return out, nil
 }
 
 // shapeToolResult applies the tool's result shaping (untrusted text,
@@ -890,6 +904,9 @@ func (p *Pipeline) planShaping(_ context.Context, x *Exchange) *Verdict {
 		x.listKind = listKinds[msg.Method]
 		x.shapeResult = p.opts.Catalog != nil && textResults[msg.Method] || x.task.inspect
 		x.watchTools = msg.Method == "subscriptions/listen" && (p.opts.OnToolsChanged != nil || p.pushesListChanged())
+		if x.watchTools && x.member != "" {
+			x.shapeNotes = true // a federated route's stream: resource URIs exposed
+		}
 		if !x.shapeResult && (x.checksResultURIs() || x.member != "") && (msg.Method == "resources/read" || msg.Method == "prompts/get") {
 			x.shapeResult = true // resource links of other tenants are removed, a member's URIs exposed
 		}

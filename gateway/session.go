@@ -53,8 +53,13 @@ func (p *Pipeline) checkSession(ctx context.Context, x *Exchange) *Verdict {
 // initialize to the caller. A binding that cannot be stored fails the
 // exchange (the client would hold a session nobody can check).
 func (x *Exchange) bindSession(h mcp.Header) error {
+	return x.bindSessionID(h.Get(SessionHeader))
+}
+
+// bindSessionID binds session id to the caller (bindSession; mcpgate's own
+// session of a federated route).
+func (x *Exchange) bindSessionID(id string) error {
 	s := x.p.opts.Sessions
-	id := h.Get(SessionHeader)
 	if s == nil || id == "" || !x.input.Principal.Authenticated {
 		return nil
 	}

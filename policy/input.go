@@ -71,6 +71,7 @@ var (
 	kURITenants      = ast.StringTerm("uri_tenants")
 	kURIProblem      = ast.StringTerm("uri_problem")
 	kUndeclared      = ast.StringTerm("undeclared")
+	kCalledAs        = ast.StringTerm("called_as")
 )
 
 // vocabulary holds ready terms for the strings that recur in inputs:
@@ -309,6 +310,9 @@ func toolValue(t *Tool, c *termCaches) (*ast.Term, error) {
 	}
 	if t.Undeclared != "" {
 		kv = append(kv, [2]*ast.Term{kUndeclared, ast.StringTerm(t.Undeclared)})
+	}
+	if t.CalledAs != "" {
+		kv = append(kv, [2]*ast.Term{kCalledAs, ast.StringTerm(t.CalledAs)})
 	}
 	if cat := t.Catalog; cat != nil {
 		ct, err := c.catalog(cat)

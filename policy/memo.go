@@ -526,6 +526,7 @@ func (n *argsNode) child(name []byte, scratch *[]byte) *argsNode {
 
 func keyTool(b []byte, t *Tool) []byte {
 	b = keyString(b, t.Name)
+	b = keyString(b, t.CalledAs)
 	b = keyBool(b, t.Declared)
 	b = keyString(b, t.Undeclared)
 	d := &t.ToolDeclaration

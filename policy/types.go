@@ -178,7 +178,12 @@ type Principal struct {
 
 // Tool is a per-tool declaration (see ToolDeclaration) as the policy sees it.
 type Tool struct {
-	Name     string `json:"name"`
+	Name string `json:"name"`
+	// CalledAs is the name the client called the tool by when it is not
+	// Name: its exposed name (tools.<name>.expose.name) or, on a virtual
+	// server, the name with its member's prefix. Texts an agent reads
+	// name the tool so; everything else keys on Name.
+	CalledAs string `json:"called_as,omitempty"`
 	Declared bool   `json:"declared"`
 	ToolDeclaration
 	// Undeclared is, for a tool nobody declared (Declared false), what its

@@ -399,6 +399,13 @@ _deny contains reason if {
 # use under `not`).
 _called_tool := object.get(input, "tool", {"name": input.message.name, "declared": false})
 
+# The name an agent's texts use for tool: the name the client called it by
+# (its exposed name, or with a virtual server's prefix), else its own.
+_shown(tool) := tool.called_as if {
+	is_string(tool.called_as)
+	tool.called_as != ""
+} else := tool.name
+
 # METADATA
 # title: Where "not found" points
 # description: |
@@ -421,7 +428,7 @@ _finders := [f.name |
 
 default _method_name := ""
 
-_method_name := input.message.name
+_method_name := _shown(_called_tool)
 
 _not_found_next := _finders[0] if count(_finders) > 0 else := "tools/list"
 
@@ -497,31 +504,31 @@ _lacks_rights(tool) if {
 _tool_refusals(tool) := reasons if {
 	reasons := ((((_refusals_undeclared(tool) | _refusals_declaration(tool)) | _refusals_hidden(tool)) | _refusals_rights(tool)) | _refusals_catalog(tool)) | _refusals_toolset(tool)
 	count(reasons) > 0
-} else := {_reason_tool_hidden(tool.name)}
+} else := {_reason_tool_hidden(_shown(tool))}
 
-_refusals_undeclared(tool) := {_reason_tool_not_declared(tool.name)} if {
+_refusals_undeclared(tool) := {_reason_tool_not_declared(_shown(tool), tool.name)} if {
 	not tool.declared == true
 	not tool.undeclared == "confirm"
 } else := set()
 
-_refusals_declaration(tool) := {_reason_invalid_tool_declaration(tool.name)} if {
+_refusals_declaration(tool) := {_reason_invalid_tool_declaration(_shown(tool))} if {
 	tool.declared == true
 	not _effects[object.get(tool, "effect", "")]
 } else := set()
 
-_refusals_hidden(tool) := {_reason_tool_hidden(tool.name)} if {
+_refusals_hidden(tool) := {_reason_tool_hidden(_shown(tool))} if {
 	tool.declared == true
 	tool.hidden == true
 } else := set()
 
-_refusals_catalog(tool) := {_reason_tool_not_listed(tool.name)} if {
+_refusals_catalog(tool) := {_reason_tool_not_listed(_shown(tool))} if {
 	tool.catalog
 	not tool.catalog.listed == true
-} else := {_reason_tool_changed(tool.name)} if {
+} else := {_reason_tool_changed(_shown(tool))} if {
 	tool.catalog.state == "changed"
-} else := {_reason_tool_unusable(tool.name)} if {
+} else := {_reason_tool_unusable(_shown(tool))} if {
 	tool.catalog.state == "unusable"
-} else := {_reason_tool_not_approved(tool.name)} if {
+} else := {_reason_tool_not_approved(_shown(tool))} if {
 	tool.catalog.listed == true
 	not tool.catalog.state == "approved"
 } else := set()
@@ -533,7 +540,7 @@ _refusals_rights(tool) := _refusals_scope(tool) | _refusals_live(tool) if {
 
 # The rights a tool declares that the credential itself lacks: for an
 # OAuth token, its scopes (the client can ask for more: insufficient_scope).
-_refusals_scope(tool) := {_reason_insufficient_scope(tool.name, sort(missing))} if {
+_refusals_scope(tool) := {_reason_insufficient_scope(_shown(tool), sort(missing))} if {
 	_credential_kind == "oauth"
 	missing := _needed(tool) - _token_rights
 	count(missing) > 0
@@ -542,11 +549,11 @@ _refusals_scope(tool) := {_reason_insufficient_scope(tool.name, sort(missing))} 
 # The rights a tool declares that the effective rights lack, beyond any
 # scope shortfall: the person's live rights no longer hold them, or (for a
 # gateway token) the token was never granted them. A tool error.
-_refusals_live(tool) := {_reason_missing_rights(tool.name, sort(missing))} if {
+_refusals_live(tool) := {_reason_missing_rights(_shown(tool), sort(missing))} if {
 	_credential_kind == "oauth"
 	missing := (_needed(tool) & _token_rights) - _held
 	count(missing) > 0
-} else := {_reason_missing_rights(tool.name, sort(missing))} if {
+} else := {_reason_missing_rights(_shown(tool), sort(missing))} if {
 	_credential_kind != "oauth"
 	missing := _needed(tool) - _held
 	count(missing) > 0
@@ -612,8 +619,8 @@ _refusals_toolset(tool) := {_reason_not_in_toolset(tool)} if {
 
 _reason_not_in_toolset(tool) := {
 	"code": "tool_not_in_toolset",
-	"cause": sprintf("Tool %q exists on this server but is not in this connection's toolset %q%s.", [tool.name, input.principal.toolset, _toolsets_holding(tool)]),
-	"fix": sprintf("Use a tool from tools/list, or ask an administrator for a connection bound to a toolset that holds %s (for example an MCP token created with --toolset full).", [tool.name]),
+	"cause": sprintf("Tool %q exists on this server but is not in this connection's toolset %q%s.", [_shown(tool), input.principal.toolset, _toolsets_holding(tool)]),
+	"fix": sprintf("Use a tool from tools/list, or ask an administrator for a connection bound to a toolset that holds %s (for example an MCP token created with --toolset full).", [_shown(tool)]),
 	"next_tool": "tools/list",
 }
 
@@ -710,7 +717,7 @@ _reason_tenant_arguments(names) := {
 	"code": "tenant_argument",
 	"cause": sprintf("The argument %s would choose a tenant; the tenant comes from your credential, not from tool arguments.", [concat(", ", sort(names))]),
 	"fix": "Call the tool again without it.",
-	"next_tool": input.message.name,
+	"next_tool": _shown(_called_tool),
 }
 
 _reason_arguments_not_object := {
@@ -719,10 +726,10 @@ _reason_arguments_not_object := {
 	"fix": "Pass params.arguments as an object of named arguments.",
 }
 
-_reason_tool_not_declared(name) := {
+_reason_tool_not_declared(name, own) := {
 	"code": "tool_not_declared",
 	"cause": sprintf("Tool %q is not available on this server: the gateway's operator has not declared what it does, and undeclared tools are refused.", [name]),
-	"fix": sprintf("%s If the user needs %s, tell them to ask the gateway's operator to declare it in the gateway configuration, under the upstream %q: `tools: {%q: {effect: <effect>}}`, where <effect> is what the tool really does: read, silent_write, notify, wake, alerting or delete; or to set `undeclared_tools: confirm` on that upstream so every call of an undeclared tool waits for a person's confirmation.", [_not_found_fix, name, _upstream_name, name]),
+	"fix": sprintf("%s If the user needs %s, tell them to ask the gateway's operator to declare it in the gateway configuration, under the upstream %q: `tools: {%q: {effect: <effect>}}`, where <effect> is what the tool really does: read, silent_write, notify, wake, alerting or delete; or to set `undeclared_tools: confirm` on that upstream so every call of an undeclared tool waits for a person's confirmation.", [_not_found_fix, name, _upstream_name, own]),
 	"next_tool": _not_found_next,
 }
 
@@ -739,9 +746,9 @@ _reason_invalid_tool_declaration(name) := {
 
 _reason_invalid_arguments(problems) := {
 	"code": "invalid_arguments",
-	"cause": sprintf("The arguments of %q do not fit the tool: %s", [input.message.name, concat(" ", [p.message | some p in problems])]),
-	"fix": sprintf("Call %s again with the arguments corrected%s.", [input.message.name, _allowed_hint(problems)]),
-	"next_tool": input.message.name,
+	"cause": sprintf("The arguments of %q do not fit the tool: %s", [_shown(_called_tool), concat(" ", [p.message | some p in problems])]),
+	"fix": sprintf("Call %s again with the arguments corrected%s.", [_shown(_called_tool), _allowed_hint(problems)]),
+	"next_tool": _shown(_called_tool),
 }
 
 # The tool's argument names, from a refused top-level argument (the

@@ -195,6 +195,25 @@ test_undeclared_tool_denied if {
 	}]}
 }
 
+# A tool called by another name than its own (a virtual server's prefix,
+# an exposed name): the agent reads the name it called; the operator's
+# declaration key stays the tool's own.
+test_undeclared_tool_called_as if {
+	d := mcpgate.decision with input as _call(object.union(_unknown, {"called_as": "crm_unknown"}), _anonymous)
+	r := d.reasons[0]
+	r.code == "tool_not_declared"
+	startswith(r.cause, "Tool \"crm_unknown\" is not available")
+	contains(r.fix, "If the user needs crm_unknown,")
+	contains(r.fix, "`tools: {\"unknown\": {effect: <effect>}}`")
+}
+
+test_hidden_tool_called_as if {
+	d := mcpgate.decision with input as _call(object.union(_search, {"hidden": true, "called_as": "crm_search"}), _alice)
+	some r in d.reasons
+	r.code == "tool_hidden"
+	contains(r.cause, "\"crm_search\"")
+}
+
 # An upstream with undeclared_tools: confirm: its undeclared tools are
 # listed, and every call is the guarded class a person confirms.
 _unknown_confirm := object.union(_unknown, {"undeclared": "confirm"})

@@ -180,6 +180,7 @@ const MODES = {
   B: { requirements: '2025-11-25', upstream: 'everything-server -stateless=false' },
   'A/stdio': { requirements: '2026-07-28', upstream: 'everything-server over stdio (mcpgate starts it)' },
   'B/stdio': { requirements: '2025-11-25', upstream: 'everything-server over stdio (mcpgate starts it)' },
+  F: { requirements: '2026-07-28', upstream: 'everything-server -stateless=true, sole member (prefix ev) of a virtual server' },
 };
 
 function frac(c) {

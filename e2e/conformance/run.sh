@@ -9,6 +9,12 @@
 # Modes:
 #   A  --requirements 2026-07-28  against everything-server -stateless=true
 #   B  --requirements 2025-11-25  against everything-server -stateless=false
+#   F  --requirements 2026-07-28  against everything-server -stateless=true as
+#      the single member (prefix ev) of a virtual server (servers:) with
+#      the catalog on; the suite calls the server's own tool and prompt
+#      names, which the route exposes as ev_<name>, so scenarios that call
+#      a named tool, prompt or resource are expected to differ. Not in
+#      the default modes.
 #
 # Environment (all optional):
 #   MCPGATE_BIN            mcpgate binary; unset = direct runs only
@@ -192,14 +198,28 @@ run_gateway() {
   local dir=$1 reqs=$2 gport aport; shift 2
   free_port "${GATEWAY_PORT:-}"; gport=$PORT
   free_port "${ADMIN_PORT:-}"; aport=$PORT
+  local args
+  if [[ $1 == --federated ]]; then
+    # Mode F: the upstream is the sole member of a virtual server.
+    cat >"$dir/federation.yaml" <<EOF
+listeners:
+  proxy: {address: "127.0.0.1:$gport"}
+  admin: {address: "127.0.0.1:$aport"}
+policy: {dirs: ["$MCPGATE_POLICY"]}
+upstreams:
+  - {name: everything, url: "$2"}
+servers:
+  - {name: conformance, route: "$MCPGATE_PATH", members: [{upstream: everything, prefix: ev}]}
+EOF
+    args=(--config "$dir/federation.yaml")
+  else
+    # The transparent policy decides every call: the one-line mode's
+    # confirmation of undeclared tools is turned off.
+    args=("$@" --undeclared-tools refuse --listen "127.0.0.1:$gport"
+      --admin "127.0.0.1:$aport" --policy "$MCPGATE_POLICY")
+  fi
   # shellcheck disable=SC2086 # MCPGATE_EXTRA_ARGS is split on purpose
-  # The transparent policy decides every call: the one-line mode's
-  # confirmation of undeclared tools is turned off.
-  start_proc "$dir/mcpgate.log" "$MCPGATE_BIN" serve \
-    "$@" --undeclared-tools refuse \
-    --listen "127.0.0.1:$gport" \
-    --admin "127.0.0.1:$aport" \
-    --policy "$MCPGATE_POLICY" ${MCPGATE_EXTRA_ARGS:-}
+  start_proc "$dir/mcpgate.log" "$MCPGATE_BIN" serve "${args[@]}" ${MCPGATE_EXTRA_ARGS:-}
   GW_PID=$START_PID
   if wait_http "$GW_PID" "http://127.0.0.1:$aport/readyz" 20 mcpgate "$dir/mcpgate.log" -f; then
     run_suite "$dir" "http://127.0.0.1:$gport$MCPGATE_PATH" "$reqs"
@@ -236,7 +256,8 @@ for mode in $MODES; do
   case $mode in
     A) reqs=2026-07-28 stateless=true ;;
     B) reqs=2025-11-25 stateless=false ;;
-    *) die "unknown mode $mode (A or B)" ;;
+    F) reqs=2026-07-28 stateless=true ;;
+    *) die "unknown mode $mode (A, B or F)" ;;
   esac
   mdir="$WORK/$mode"
   mkdir -p "$mdir/direct"
@@ -260,7 +281,11 @@ for mode in $MODES; do
     log "  through mcpgate"
     mkdir -p "$mdir/mcpgate"
     start_upstream "$mdir/mcpgate" "$stateless"   # fresh upstream: no state carried over
-    run_gateway "$mdir/mcpgate" "$reqs" --upstream "$UP_URL"
+    if [[ $mode == F ]]; then
+      run_gateway "$mdir/mcpgate" "$reqs" --federated "$UP_URL"
+    else
+      run_gateway "$mdir/mcpgate" "$reqs" --upstream "$UP_URL"
+    fi
     stop_proc "$UP_PID"
     gw_summary="$mdir/mcpgate/summary.json"
   fi

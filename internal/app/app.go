@@ -81,8 +81,11 @@ type App struct {
 	// federation reports the virtual servers' members (federation.go);
 	// nil without servers.
 	federation *federationCollector
-	wg         sync.WaitGroup
-	errc       chan error
+	// memberLists lists the members' prompts and resources (nil
+	// without servers).
+	memberLists *memberLister
+	wg          sync.WaitGroup
+	errc        chan error
 }
 
 // maxResponseBytes bounds a buffered JSON response the pipeline inspects.
@@ -268,11 +271,13 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 		Metrics:             metrics,
 		Tracer:              tp.Tracer(),
 		Servers:             federationServers(cfg), // federation.go
-		Members:             members(cfg, id, creds, log),
+		Members:             a.members(cfg, id, creds, log),
+		MemberSessions:      memberSessionsOf(cfg, log),
 	})
 	if len(cfg.Servers) > 0 {
 		a.federation = newFederationCollector(cfg, cat)
 		a.reg.MustRegister(a.federation)
+		logServers(cfg, log)
 	}
 	a.watchToolLists(ctx)
 	if cfg.Policy.WatchEnabled() && len(cfg.Policy.Dirs) > 0 {
@@ -363,6 +368,9 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 		// assertions with the JWKS on the admin listener.
 		a.catalog.firstListing(ctx, cfg, log)
 		go a.catalog.c.Run(ctx)
+	}
+	if a.memberLists != nil {
+		a.memberLists.warm() // federation.go
 	}
 	a.reportTools(ctx, cfg) // undeclared.go
 	a.ready.Store(true)

@@ -2,9 +2,13 @@ package app
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +19,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/config"
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/internal/catalog"
 )
 
@@ -40,8 +45,9 @@ func federationServers(cfg *config.Config) []gateway.Server {
 }
 
 // members is the pipeline's MemberLister, nil without servers.
-func members(cfg *config.Config, id *identity, creds *upstreamCredentials, log *slog.Logger) gateway.MemberLister {
+func (a *App) members(cfg *config.Config, id *identity, creds *upstreamCredentials, log *slog.Logger) gateway.MemberLister {
 	if l := newMemberLister(cfg, catalogUpstreams(cfg, id, creds), log); l != nil {
+		a.memberLists = l
 		return l
 	}
 	return nil
@@ -54,14 +60,27 @@ type memberLister struct {
 	ups map[string]catalog.Upstream
 	log *slog.Logger
 	by  map[string]*memberEntry
+	// ttl, retry, stale and wait are memberItemsTTL, memberRetry,
+	// memberStale and memberWait (shorter in tests).
+	ttl, retry, stale, wait time.Duration
 }
 
 type memberEntry struct {
-	mu    sync.Mutex // held while listing: one listing per member
-	items *catalog.Items
-	err   error
-	at    time.Time
+	mu      sync.Mutex
+	items   *catalog.Items // the last good listing
+	good    time.Time      // when items was listed
+	err     error          // why the last listing failed (nil: it did not)
+	tried   time.Time      // when the last listing ended
+	listing chan struct{}  // closed when the running listing ends; nil when none runs
 }
+
+// memberStale is how long the last good listing of a member that fails to
+// list again is still served; memberWait bounds a list request's wait
+// for a member's first listing.
+const (
+	memberStale = 10 * memberItemsTTL
+	memberWait  = 3 * time.Second
+)
 
 var _ gateway.MemberLister = (*memberLister)(nil)
 
@@ -69,7 +88,8 @@ func newMemberLister(cfg *config.Config, ups []catalog.Upstream, log *slog.Logge
 	if len(cfg.Servers) == 0 {
 		return nil
 	}
-	l := &memberLister{ups: map[string]catalog.Upstream{}, log: log, by: map[string]*memberEntry{}}
+	l := &memberLister{ups: map[string]catalog.Upstream{}, log: log, by: map[string]*memberEntry{},
+		ttl: memberItemsTTL, retry: memberRetry, stale: memberStale, wait: memberWait}
 	for _, u := range ups {
 		if _, member := cfg.MemberOf(u.Name); member {
 			l.ups[u.Name] = u
@@ -79,6 +99,19 @@ func newMemberLister(cfg *config.Config, ups []catalog.Upstream, log *slog.Logge
 	return l
 }
 
+// warm lists every member once in the background (at start, after the
+// listeners: a member may verify mcpgate's assertions with its JWKS).
+func (l *memberLister) warm() {
+	for name := range l.by {
+		go func() { _, _ = l.get(context.Background(), name) }()
+	}
+}
+
+// get returns the member's items: the last good listing while it is
+// fresh, or while a new listing runs or fails (for up to memberStale);
+// at most one listing runs per member, in the background, and a request
+// waits for a member's first listing at most memberWait. A member that
+// cannot be listed is retried after memberRetry.
 func (l *memberLister) get(ctx context.Context, upstream string) (*catalog.Items, error) {
 	e := l.by[upstream]
 	u, ok := l.ups[upstream]
@@ -86,24 +119,58 @@ func (l *memberLister) get(ctx context.Context, upstream string) (*catalog.Items
 		return nil, fmt.Errorf("%q is not a member of a server", upstream)
 	}
 	e.mu.Lock()
+	now := time.Now()
+	fresh := e.items != nil && now.Sub(e.good) < l.ttl
+	if !fresh && e.listing == nil && (e.tried.IsZero() || now.Sub(e.tried) >= l.retry) {
+		e.listing = make(chan struct{})
+		go l.list(upstream, u, e)
+	}
+	items, good, err, wait := e.items, e.good, e.err, e.listing
+	e.mu.Unlock()
+	switch {
+	case items != nil && now.Sub(good) < l.stale:
+		return items, nil
+	case wait == nil && err != nil:
+		return nil, err
+	case wait == nil:
+		return nil, errors.New("not listed yet")
+	}
+	t := time.NewTimer(l.wait)
+	defer t.Stop()
+	select {
+	case <-wait:
+	case <-t.C:
+		return nil, errors.New("not listed yet")
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	e.mu.Lock()
 	defer e.mu.Unlock()
-	ttl := memberItemsTTL
+	if e.items != nil && time.Since(e.good) < l.stale {
+		return e.items, nil
+	}
 	if e.err != nil {
-		ttl = memberRetry
+		return nil, e.err
 	}
-	if !e.at.IsZero() && time.Since(e.at) < ttl {
-		return e.items, e.err
-	}
+	return nil, errors.New("not listed yet")
+}
+
+// list lists the member's items once (get) and records the outcome.
+func (l *memberLister) list(upstream string, u catalog.Upstream, e *memberEntry) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	items, err := catalog.ListItems(ctx, u, catalog.ListOptions{Timeout: 10 * time.Second})
 	if err != nil {
 		l.log.Warn("a member's prompts and resources could not be listed; they are left out of the server's lists", "upstream", upstream, "error", err)
-		if e.items != nil && time.Since(e.at) < 10*memberItemsTTL {
-			// Keep serving the last good listing for a while.
-			return e.items, nil
-		}
 	}
-	e.items, e.err, e.at = items, err, time.Now()
-	return items, err
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err == nil {
+		e.items, e.good = items, time.Now()
+	}
+	e.err, e.tried = err, time.Now()
+	close(e.listing)
+	e.listing = nil
 }
 
 // Items implements gateway.MemberLister.
@@ -188,5 +255,219 @@ func (c *federationCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, v, s.Name, m.Upstream)
 		}
+	}
+}
+
+// memberSessionIdle is how long a member session of a client session
+// mcpgate terminates lives unused before it is forgotten (and closed).
+const memberSessionIdle = 30 * time.Minute
+
+// memberSessions implements gateway.MemberSessions over HTTP: one
+// upstream session per (client session, member), opened by mcpgate with
+// initialize and notifications/initialized, closed with DELETE.
+type memberSessions struct {
+	urls map[string]string // member upstream → its MCP endpoint
+	hc   *http.Client
+	log  *slog.Logger
+	mu   sync.Mutex
+	by   map[memberKey]*memberSession
+}
+
+type memberKey struct{ client, upstream string }
+
+type memberSession struct {
+	mu     sync.Mutex // held while opening: one opening per member session
+	id     string
+	agreed string
+	used   time.Time
+}
+
+var _ gateway.MemberSessions = (*memberSessions)(nil)
+
+func newMemberSessions(cfg *config.Config, log *slog.Logger) *memberSessions {
+	if len(cfg.Servers) == 0 {
+		return nil
+	}
+	s := &memberSessions{urls: map[string]string{}, hc: &http.Client{Timeout: 30 * time.Second}, log: log, by: map[memberKey]*memberSession{}}
+	for _, u := range cfg.Upstreams {
+		if _, member := cfg.MemberOf(u.Name); member {
+			s.urls[u.Name] = u.URL
+		}
+	}
+	return s
+}
+
+// entry returns the member session record of k, made on first use; idle
+// records are swept on the way.
+func (s *memberSessions) entry(k memberKey) *memberSession {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	for key, e := range s.by {
+		if e.mu.TryLock() {
+			if now.Sub(e.used) > memberSessionIdle {
+				delete(s.by, key)
+			}
+			e.mu.Unlock()
+		}
+	}
+	e := s.by[k]
+	if e == nil {
+		e = &memberSession{used: now}
+		s.by[k] = e
+	}
+	return e
+}
+
+// Session implements gateway.MemberSessions.
+func (s *memberSessions) Session(ctx context.Context, key, upstream, version string, header mcp.Header) (string, string, error) {
+	url, ok := s.urls[upstream]
+	if !ok {
+		return "", "", fmt.Errorf("%q is not a member of a server", upstream)
+	}
+	e := s.entry(memberKey{key, upstream})
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.used = time.Now()
+	if e.id != "" {
+		return e.id, e.agreed, nil
+	}
+	id, agreed, err := s.open(ctx, url, version, header)
+	if err != nil {
+		return "", "", err
+	}
+	e.id, e.agreed = id, agreed
+	return id, agreed, nil
+}
+
+// open initialises a session with the member at url.
+func (s *memberSessions) open(ctx context.Context, url, version string, header mcp.Header) (string, string, error) {
+	init := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":%q,"version":"1"}}}`, version, catalog.ClientName)
+	resp, body, err := s.post(ctx, url, header, "", version, init)
+	if err != nil {
+		return "", "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", "", fmt.Errorf("initialize: HTTP %d", resp.StatusCode)
+	}
+	id := resp.Header.Get(gateway.SessionHeader)
+	var result struct {
+		Result struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(lastJSON(body), &result); err != nil || result.Result.ProtocolVersion == "" {
+		return "", "", fmt.Errorf("initialize: no result in the answer")
+	}
+	agreed := result.Result.ProtocolVersion
+	if resp, _, err = s.post(ctx, url, header, id, agreed, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); err != nil {
+		return "", "", err
+	}
+	if resp.StatusCode/100 != 2 {
+		return "", "", fmt.Errorf("notifications/initialized: HTTP %d", resp.StatusCode)
+	}
+	return id, agreed, nil
+}
+
+// post sends one JSON-RPC message to a member with header's fields (the
+// forwarded request's assertion and credential) and returns the whole
+// answer.
+func (s *memberSessions) post(ctx context.Context, url string, header mcp.Header, session, version, body string) (*http.Response, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, "POST", url, strings.NewReader(body))
+	if err != nil {
+		return nil, nil, err
+	}
+	for k, v := range header {
+		req.Header[http.CanonicalHeaderKey(k)] = v
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", version)
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+	}
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp, b, err
+}
+
+// lastJSON is a JSON answer, or the data of the last event of an SSE
+// answer.
+func lastJSON(body []byte) []byte {
+	out := body
+	for line := range strings.Lines(string(body)) {
+		if d, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), "data:"); ok {
+			out = []byte(strings.TrimSpace(d))
+		}
+	}
+	return out
+}
+
+// Reset implements gateway.MemberSessions.
+func (s *memberSessions) Reset(key, upstream, id string) {
+	e := s.entry(memberKey{key, upstream})
+	e.mu.Lock()
+	if e.id == id {
+		e.id, e.agreed = "", ""
+	}
+	e.mu.Unlock()
+}
+
+// Close implements gateway.MemberSessions.
+func (s *memberSessions) Close(ctx context.Context, key string) {
+	s.mu.Lock()
+	var ended []memberKey
+	for k := range s.by {
+		if k.client == key {
+			ended = append(ended, k)
+		}
+	}
+	entries := make([]*memberSession, len(ended))
+	for i, k := range ended {
+		entries[i] = s.by[k]
+		delete(s.by, k)
+	}
+	s.mu.Unlock()
+	for i, e := range entries {
+		e.mu.Lock()
+		id := e.id
+		e.mu.Unlock()
+		if id == "" {
+			continue
+		}
+		req, err := http.NewRequestWithContext(ctx, "DELETE", s.urls[ended[i].upstream], nil)
+		if err != nil {
+			continue
+		}
+		req.Header.Set("Mcp-Session-Id", id)
+		if resp, err := s.hc.Do(req); err == nil {
+			resp.Body.Close()
+		} else {
+			s.log.Debug("a member session could not be closed; it expires on the member", "upstream", ended[i].upstream, "error", err)
+		}
+	}
+}
+
+// memberSessionsOf is the pipeline's MemberSessions, nil without servers.
+func memberSessionsOf(cfg *config.Config, log *slog.Logger) gateway.MemberSessions {
+	if s := newMemberSessions(cfg, log); s != nil {
+		return s
+	}
+	return nil
+}
+
+// logServers says at start which route fronts which members under which
+// prefixes: the names clients will see.
+func logServers(cfg *config.Config, log *slog.Logger) {
+	for _, s := range cfg.Servers {
+		var members []string
+		for _, m := range s.Members {
+			members = append(members, fmt.Sprintf("%s (%s_<tool>, %s+<uri>)", m.Upstream, m.Prefix, m.Prefix))
+		}
+		log.Info("virtual server: one route in front of several upstreams", "server", s.Name, "route", s.Route, "members", strings.Join(members, ", "))
 	}
 }
