@@ -299,7 +299,6 @@ func (p *keyPlan) inputValue(in *Input, c *termCaches) (ast.Value, error) {
 	return inputValueArgs(in, c, plan)
 }
 
-
 // argsPlan takes the parts of a tools/call's arguments that the policy
 // reads: for every path read (a node of the read tree, in a fixed order),
 // the JSON kind of the value there (0: not there) and, for a path read
