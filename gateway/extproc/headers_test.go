@@ -2,6 +2,7 @@ package extproc
 
 import (
 	"slices"
+	"strconv"
 	"testing"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -25,13 +26,14 @@ func TestFromHeaderMap(t *testing.T) {
 		{Key: "x-a", Value: "old-style"},
 		{Key: "accept", RawValue: []byte("text/event-stream")},
 		{Key: "x-b", RawValue: []byte("b")},
+		{Key: "x-c", Value: "ignored", RawValue: []byte("raw wins")},
 		{Key: ":status", RawValue: []byte("200")},
 	}}
 	hdr, p := fromHeaderMap(hm)
 	if p != (pseudoHeaders{method: "POST", path: "/mcp?x=1", status: "200"}) {
 		t.Fatalf("pseudo-headers %+v", p)
 	}
-	want := mcp.Header{"accept": {"application/json", "text/event-stream"}, "x-a": {"old-style"}, "x-b": {"b"}}
+	want := mcp.Header{"accept": {"application/json", "text/event-stream"}, "x-a": {"old-style"}, "x-b": {"b"}, "x-c": {"raw wins"}}
 	if len(hdr) != len(want) {
 		t.Fatalf("header %v, want %v", hdr, want)
 	}
@@ -86,5 +88,19 @@ func TestMutation(t *testing.T) {
 	}
 	if overwriteFlag.GetValue() || !appendFlag.GetValue() {
 		t.Fatal("shared append flags changed")
+	}
+}
+
+// contentLength marshals to what mutation builds for the same header.
+func TestContentLength(t *testing.T) {
+	for _, n := range []int{0, 7, 1234567890} {
+		a, err := proto.MarshalOptions{Deterministic: true}.Marshal(contentLength(n, contentEncoding))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(mutation(mcp.Header{"content-length": {strconv.Itoa(n)}}, contentEncoding))
+		if string(a) != string(b) {
+			t.Fatalf("%d: contentLength differs from mutation", n)
+		}
 	}
 }

@@ -495,14 +495,13 @@ func responseMode(body extprocfilterv3.ProcessingMode_BodySendMode) *extprocfilt
 
 // responseBody shapes a BUFFERED JSON body, or one STREAMED chunk of SSE.
 func (ex *exchange) responseBody(b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
-	cont := &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{}}}
 	if ex.x == nil || ex.finished && !ex.streaming {
-		return cont // nothing to do, or a repeated end of stream
+		return continueBody() // nothing to do, or a repeated end of stream
 	}
 	switch ex.mode {
 	case gateway.BufferJSON:
 		if !b.GetEndOfStream() {
-			return cont
+			return continueBody()
 		}
 		out, changed, err := ex.x.ResponseBody(ex.ctx, b.GetBody())
 		if err != nil {
@@ -510,17 +509,16 @@ func (ex *exchange) responseBody(b *extprocv3.HttpBody) *extprocv3.ProcessingRes
 		}
 		ex.finish()
 		if !changed {
-			return cont
+			return continueBody()
 		}
 		// Shaped or decoded: relayed uncompressed. In BUFFERED mode Envoy
 		// holds the headers until this answer and applies its mutation.
-		set := mcp.Header{"content-length": {strconv.Itoa(len(out))}}
 		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{
-			Response: &extprocv3.CommonResponse{HeaderMutation: mutation(set, contentEncoding), BodyMutation: &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: out}}},
+			Response: &extprocv3.CommonResponse{HeaderMutation: contentLength(len(out), contentEncoding), BodyMutation: &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: out}}},
 		}}}
 	case gateway.StreamSSE:
 		if !ex.streaming {
-			return cont // a repeated end of stream
+			return continueBody() // a repeated end of stream
 		}
 		ex.out = ex.out[:0]
 		emit := func(p []byte) error { ex.out = append(ex.out, p...); return nil }
@@ -547,7 +545,12 @@ func (ex *exchange) responseBody(b *extprocv3.HttpBody) *extprocv3.ProcessingRes
 			Response: &extprocv3.CommonResponse{BodyMutation: mut},
 		}}}
 	}
-	return cont
+	return continueBody()
+}
+
+// continueBody answers a response body chunk with no change.
+func continueBody() *extprocv3.ProcessingResponse {
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{}}}
 }
 
 // Results of Server.upstream.
@@ -694,6 +697,23 @@ func mutation(set mcp.Header, remove []string) *extprocv3.HeaderMutation {
 	return m
 }
 
+// contentLength is the mutation that sets content-length to n (the one
+// header an answer with a new body needs) and removes remove, built
+// without a Header map.
+func contentLength(n int, remove []string) *extprocv3.HeaderMutation {
+	type parts struct {
+		opt [1]*corev3.HeaderValueOption
+		o   corev3.HeaderValueOption
+		hv  corev3.HeaderValue
+		raw [20]byte
+	}
+	p := &parts{}
+	p.hv.Key, p.hv.RawValue = "content-length", strconv.AppendInt(p.raw[:0], int64(n), 10)
+	p.o.Header, p.o.Append = &p.hv, overwriteFlag
+	p.opt[0] = &p.o
+	return &extprocv3.HeaderMutation{SetHeaders: p.opt[:], RemoveHeaders: remove}
+}
+
 // The append flags of HeaderValueOption, shared by every mutation: sent
 // only, never modified.
 var (
@@ -715,18 +735,30 @@ type pseudoHeaders struct {
 // The first values of all fields share one backing array, each field's
 // slice capped at length 1, so that a repeated field — or a later Add by
 // the pipeline — appends into a fresh array and never overwrites the next
-// field's value. That makes the map's values one allocation instead of one
-// per field.
+// field's value. The values Envoy sends in raw_value are cut from one
+// string holding them all. That makes the map's values two allocations
+// instead of two per field; a value kept past the request (none is) would
+// keep the others' bytes with it.
 func fromHeaderMap(hm *corev3.HeaderMap) (mcp.Header, pseudoHeaders) {
 	hvs := hm.GetHeaders()
 	hdr := make(mcp.Header, len(hvs))
 	vals := make([]string, 0, len(hvs))
+	size := 0
+	for _, hv := range hvs {
+		size += len(hv.GetRawValue())
+	}
+	var all strings.Builder
+	all.Grow(size)
+	for _, hv := range hvs {
+		all.Write(hv.GetRawValue())
+	}
+	raws := all.String()
 	var p pseudoHeaders
 	for _, hv := range hvs {
 		k := strings.ToLower(hv.GetKey())
 		v := hv.GetValue()
-		if raw := hv.GetRawValue(); len(raw) > 0 {
-			v = string(raw)
+		if n := len(hv.GetRawValue()); n > 0 {
+			v, raws = raws[:n], raws[n:]
 		}
 		if strings.HasPrefix(k, ":") {
 			switch k {
