@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"unicode"
 	"unicode/utf8"
 )
@@ -18,7 +19,8 @@ type Live struct {
 }
 
 // Source answers live-rights lookups. An error means the answer is not
-// known now: callers fail closed.
+// known now: callers fail closed. The Rights of a returned Live are the
+// caller's: the source neither keeps nor changes them afterwards.
 type Source interface {
 	Lookup(ctx context.Context, tenant, subject string) (Live, error)
 }
@@ -101,6 +103,14 @@ func Intersect(token, live []string) []string {
 	if len(token) == 0 || len(live) == 0 {
 		return nil
 	}
+	if len(token)*len(live) <= smallIntersect {
+		return intersectSmall(token, live)
+	}
+	return intersectSet(token, live)
+}
+
+// intersectSet is Intersect through a set of live.
+func intersectSet(token, live []string) []string {
 	allowed := make(map[string]struct{}, len(live))
 	for _, r := range live {
 		allowed[r] = struct{}{}
@@ -112,6 +122,23 @@ func Intersect(token, live []string) []string {
 		}
 		// Remove it so a repeated token right is kept once.
 		delete(allowed, r)
+		out = append(out, r)
+	}
+	return out
+}
+
+// smallIntersect bounds len(token)·len(live) for which Intersect compares
+// every pair instead of building a set of live: then the comparisons cost
+// less than the set (the common case: a few rights on each side).
+const smallIntersect = 64
+
+// intersectSmall is Intersect by comparing pairs; the result is the same.
+func intersectSmall(token, live []string) []string {
+	var out []string
+	for _, r := range token {
+		if !slices.Contains(live, r) || slices.Contains(out, r) {
+			continue
+		}
 		out = append(out, r)
 	}
 	return out

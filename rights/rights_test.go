@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -43,6 +44,36 @@ func TestIntersect(t *testing.T) {
 				t.Fatal("Intersect changed its arguments")
 			}
 		})
+	}
+}
+
+// Intersect compares pairs when both sides are small and builds a set
+// otherwise; both give the same answer, duplicates and order included.
+func TestIntersectPathsAgree(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	pick := func(n int) []string {
+		if n == 0 && r.IntN(2) == 0 {
+			return nil
+		}
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("r%d", r.IntN(12))
+		}
+		return out
+	}
+	for range 2000 {
+		token, live := pick(r.IntN(20)), pick(r.IntN(20))
+		want := intersectSet(token, live)
+		if len(token) == 0 || len(live) == 0 {
+			want = nil
+		}
+		small := intersectSmall(token, live)
+		if len(token) == 0 || len(live) == 0 {
+			small = nil
+		}
+		if got := Intersect(token, live); !slices.Equal(got, want) || (got == nil) != (want == nil) || !slices.Equal(small, want) || (small == nil) != (want == nil) {
+			t.Fatalf("Intersect(%q, %q) = %q, pairs %q, set %q", token, live, got, small, want)
+		}
 	}
 }
 

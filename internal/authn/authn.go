@@ -503,7 +503,12 @@ func (a *Authenticator) liveRights(ctx context.Context, rt *target, r *gateway.R
 		f.Code = CodeInactive
 		return f
 	}
-	pr.LiveRights = append(make([]string, 0, len(live.Rights)), live.Rights...)
+	// The source's answer is ours to keep (rights.Source); not nil, so
+	// that an empty answer still reaches the policy as live_rights: [].
+	pr.LiveRights = live.Rights
+	if pr.LiveRights == nil {
+		pr.LiveRights = []string{}
+	}
 	pr.Rights = rights.Intersect(pr.TokenRights, live.Rights)
 	return nil
 }
