@@ -812,17 +812,35 @@ const FlowControlWindow = 1 << 20
 // quiet. Pings more frequent than this still end the connection.
 const KeepaliveMinTime = 10 * time.Second
 
+// StreamWorkers is the number of goroutines the ext_proc listener keeps to
+// serve streams (grpc.NumStreamWorkers), at least MinStreamWorkers.
+//
+// A stream that finds every worker busy is served on a new goroutine,
+// whose stack grows, by copying, to the depth of the pipeline (the
+// policy's evaluation, hashing, JSON) on every such stream; a worker keeps
+// its grown stack from one stream to the next. Envoy holds one stream
+// open for the whole of each HTTP request it sends through mcpgate,
+// upstream time included, so the streams open at once follow the number
+// of requests in flight, not the number of CPUs: with a pool of four per
+// CPU (8 on 2 CPUs) and 8 requests in flight, a sixth of the streams' CPU
+// went to new goroutines, and growing their stacks took 3 % of the
+// server's CPU. An idle
+// worker costs a goroutine whose stack the garbage collector shrinks.
+func StreamWorkers() int { return max(MinStreamWorkers, 16*runtime.GOMAXPROCS(0)) }
+
+// MinStreamWorkers is the least number of stream workers (StreamWorkers).
+const MinStreamWorkers = 64
+
 // GRPCServerOptions are the grpc-go server options the ext_proc listener
 // needs: messages up to maxMsg bytes (the body limit plus headroom); a
-// pool of stream workers, so that the goroutines serving streams keep
-// their grown stacks instead of growing a fresh one per HTTP request (OPA's
-// evaluation is deep); a fixed flow-control window (FlowControlWindow);
-// and Envoy's keepalive PINGs allowed (KeepaliveMinTime).
+// pool of stream workers (StreamWorkers); a fixed flow-control window
+// (FlowControlWindow); and Envoy's keepalive PINGs allowed
+// (KeepaliveMinTime).
 func GRPCServerOptions(maxMsg int) []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(maxMsg),
 		grpc.MaxSendMsgSize(maxMsg),
-		grpc.NumStreamWorkers(uint32(4 * runtime.GOMAXPROCS(0))),
+		grpc.NumStreamWorkers(uint32(StreamWorkers())),
 		grpc.InitialWindowSize(FlowControlWindow),
 		grpc.InitialConnWindowSize(FlowControlWindow),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: KeepaliveMinTime, PermitWithoutStream: true}),
