@@ -70,7 +70,7 @@ func serveExtProcFloor(stdout io.Writer) error {
 	}
 	const maxMsg, window = 6 << 20, 1 << 20
 	srv := grpc.NewServer(grpc.MaxRecvMsgSize(maxMsg), grpc.MaxSendMsgSize(maxMsg),
-		grpc.NumStreamWorkers(uint32(max(64, 16*runtime.GOMAXPROCS(0)))),
+		grpc.NumStreamWorkers(uint32(8*runtime.GOMAXPROCS(0))),
 		grpc.InitialWindowSize(window), grpc.InitialConnWindowSize(window),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}))
 	extprocv3.RegisterExternalProcessorServer(srv, extProcFloor{})
