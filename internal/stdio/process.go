@@ -120,7 +120,7 @@ func (p *process) exitReason() string {
 	var ee *exec.ExitError
 	if errors.As(p.err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return "killed by " + ws.Signal().String()
+			return "signal: " + ws.Signal().String()
 		}
 		return fmt.Sprintf("exit status %d", ee.ExitCode())
 	}
