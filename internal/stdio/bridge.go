@@ -228,6 +228,16 @@ func (b *Bridge) Close(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// stopping reports whether Close has begun.
+func (b *Bridge) stopping() bool {
+	select {
+	case <-b.stop:
+		return true
+	default:
+		return false
+	}
+}
+
 func (b *Bridge) setNotReady(why string) {
 	b.mu.Lock()
 	b.notReady = why
@@ -249,10 +259,8 @@ func (b *Bridge) supervise() {
 			}
 		}
 		readyFor := b.runOnce(run)
-		select {
-		case <-b.stop:
+		if b.stopping() {
 			return
-		default:
 		}
 		if readyFor >= stableAfter {
 			backoff = minBackoff
@@ -298,7 +306,9 @@ func (b *Bridge) runOnce(gen int) time.Duration {
 	if err := c.initialize(b.o.StartTimeout); err != nil {
 		c.fail() // the run is over
 		b.setNotReady(err.Error())
-		b.log.Error("stdio server not ready", slog.Any("error", err))
+		if !b.stopping() {
+			b.log.Error("stdio server not ready", slog.Any("error", err))
+		}
 	} else {
 		readyAt = time.Now()
 		b.m.readySeconds.Observe(readyAt.Sub(started).Seconds())
@@ -308,13 +318,12 @@ func (b *Bridge) runOnce(gen int) time.Duration {
 		b.log.Info("stdio server ready", slog.String("protocol_version", c.version), slog.Duration("after", readyAt.Sub(started)))
 	}
 	b.markTried()
-	stopping := false
 	select {
 	case <-p.exited:
 	case <-c.failed:
 	case <-b.stop:
-		stopping = true
 	}
+	stopping := b.stopping() // whichever of several ready cases select picked
 	b.mu.Lock()
 	if b.cur == c {
 		b.cur = nil

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -561,4 +562,48 @@ func TestBridgeKillsTheChildWhenCloseRunsOutOfTime(t *testing.T) {
 		t.Fatalf("close: %v, want the deadline", err)
 	}
 	gone(t, group)
+}
+
+// logBuffer is a log destination the bridge's goroutines and the test share.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestBridgeClosedDuringInitializeSaysItStops: closing the bridge while
+// the child has not answered initialize yet stops it, with no error and
+// no restart announced. (The run's end used to be picked at random among
+// ready channels; a few rounds make a wrong pick show.)
+func TestBridgeClosedDuringInitializeSaysItStops(t *testing.T) {
+	for i := range 6 {
+		var logs logBuffer
+		b, err := stdio.Start(stdio.Options{Upstream: "s", Argv: []string{testServer(t), "-hang-init"}, Listen: "127.0.0.1:0",
+			StartTimeout: time.Minute, StopGrace: 100 * time.Millisecond, MaxMessageBytes: 1 << 20,
+			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		poll.Until(t, 10*time.Second, "the child started", func() bool { return strings.Contains(logs.String(), "stdio server started") })
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err = b.Close(ctx)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := logs.String(); strings.Contains(s, "restarting") || strings.Contains(s, "level=ERROR") || !strings.Contains(s, "stdio server stopped") {
+			t.Fatalf("round %d:\n%s", i, s)
+		}
+	}
 }
