@@ -218,6 +218,9 @@ func (c *Config) checkCommand(p *problems, at string, cmd *Command) {
 		if fh, err := os.Open(f); err != nil {
 			p.addErr(path, err, "cannot read the file: %v", err)
 		} else {
+			if fi, err := fh.Stat(); err == nil && fi.IsDir() {
+				p.add(path, "cannot read the file: %s is a directory", f)
+			}
 			_ = fh.Close()
 		}
 	}

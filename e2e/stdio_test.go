@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -18,6 +20,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate/config"
+	"github.com/mcpgate/mcpgate/internal/app"
 	"github.com/mcpgate/mcpgate/internal/poll"
 	"github.com/mcpgate/mcpgate/policy"
 )
@@ -491,4 +494,46 @@ func TestStdioUpstreamCatalog(t *testing.T) {
 	if !strings.Contains(bad.Body, "extra") || !strings.Contains(bad.Body, `"isError":true`) {
 		t.Errorf("unknown argument: %d %.600s", bad.Status, bad.Body)
 	}
+}
+
+// TestStdioUpstreamReadyzNamesTheStartingUpstream: while mcpgate waits
+// for a child's first initialize answer (up to start_timeout), /readyz
+// already names the upstream and why it is not ready.
+func TestStdioUpstreamReadyzNamesTheStartingUpstream(t *testing.T) {
+	admin := freeLoopback(t)
+	cfg := &config.Config{Upstreams: []config.Upstream{{Name: "kids", Tools: stdioTools,
+		Command: &config.Command{Argv: []string{stdioTestServer(t), "-hang-init"}, StartTimeout: config.DurationOf(time.Minute), StopGrace: config.DurationOf(200 * time.Millisecond)}}}}
+	cfg.Catalog.Disabled = true
+	cfg.Listeners.Proxy.Address = "127.0.0.1:0"
+	cfg.Listeners.Admin.Address = admin
+	cfg.ApplyDefaults()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan *app.App, 1)
+	go func() {
+		a, err := app.Start(ctx, cfg, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Error(err)
+		}
+		started <- a
+	}()
+	defer func() {
+		cancel()
+		if a := <-started; a != nil {
+			sctx, c := context.WithTimeout(context.Background(), 5*time.Second)
+			defer c()
+			_ = a.Shutdown(sctx)
+		}
+	}()
+	poll.Until(t, 10*time.Second, "readyz names the starting upstream", func() bool {
+		resp, err := http.Get("http://" + admin + "/readyz")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode == 503 && strings.Contains(string(b), `stdio upstream "kids": the stdio server is starting`)
+	})
 }

@@ -411,14 +411,16 @@ func (a *App) adminHandler() http.Handler {
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if !a.ready.Load() {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprintln(w, "not ready")
-			return
-		}
+		// A stdio upstream first: at start mcpgate waits for its child,
+		// and says which one and why.
 		if why := a.bridges.notReady(); why != "" {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			fmt.Fprintln(w, "not ready:", why)
+			return
+		}
+		if !a.ready.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintln(w, "not ready")
 			return
 		}
 		if !a.Engine.Ready() {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/config"
 	"github.com/mcpgate/mcpgate/internal/catalog"
+	"github.com/mcpgate/mcpgate/internal/stdio"
 	"github.com/mcpgate/mcpgate/policy"
 )
 
@@ -137,7 +138,7 @@ func (a *App) logTools(u config.Upstream, names []string) {
 	if len(undeclared) == 0 {
 		return
 	}
-	next := fmt.Sprintf("next step: `mcpgate init --upstream %s --out mcpgate.yaml` drafts a declaration per tool; review each effect (upstreams[].tools.<name>.effect: read, silent_write, notify, wake, alerting or delete), then `mcpgate serve --config mcpgate.yaml`", u.URL)
+	next := fmt.Sprintf("next step: `mcpgate init %s --out mcpgate.yaml` drafts a declaration per tool; review each effect (upstreams[].tools.<name>.effect: read, silent_write, notify, wake, alerting or delete), then `mcpgate serve --config mcpgate.yaml`", initSource(u))
 	if u.UndeclaredTools == policy.UndeclaredConfirm {
 		a.log.Info(fmt.Sprintf("%s %s listed but not declared: every call of one shows a preview with its exact arguments and runs only after a person confirms it (confirm_action or the client's prompt)", countTools(len(undeclared)), isAre(len(undeclared))),
 			"upstream", u.Name, "tools", namesList(undeclared))
@@ -147,6 +148,21 @@ func (a *App) logTools(u config.Upstream, names []string) {
 	a.log.Warn(fmt.Sprintf("%s the upstream lists %s hidden and refused because nobody declared %s; declare each under upstreams[].tools, or set upstreams[].undeclared_tools: confirm so each call waits for a person's confirmation", countTools(len(undeclared)), isAre(len(undeclared)), itThem(len(undeclared))),
 		"upstream", u.Name, "tools", namesList(undeclared), "example", fmt.Sprintf("tools: {%q: {effect: <effect>}}", undeclared[0]))
 	a.log.Info(next, "upstream", u.Name)
+}
+
+// initSource is the flag of mcpgate init that reaches u, quoted for a
+// shell: its URL, or for a stdio upstream its command line (its url is
+// the bridge's, which lives only as long as this process and refuses
+// requests without the process's secret).
+func initSource(u config.Upstream) string {
+	if u.Command == nil {
+		return "--upstream " + u.URL
+	}
+	line := stdio.JoinCommand(u.Command.Argv)
+	if !strings.ContainsAny(line, "'\"$`\\!") {
+		return `--upstream-command "` + line + `"`
+	}
+	return "--upstream-command '" + strings.ReplaceAll(line, "'", `'\''`) + "'"
 }
 
 // namesList is up to maxNamedTools names, sorted, comma-separated, with

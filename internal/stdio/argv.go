@@ -3,6 +3,7 @@ package stdio
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -11,18 +12,20 @@ import (
 // "double quotes" (where only \" \\ \$ and \` escape) and backslash escapes
 // outside quotes. What a shell would expand or interpret rather than pass
 // on literally ($, `, globs *?[, ~ at the start of a word, |&;<>(){},
-// # starting a comment, an unterminated quote, a line break) is refused
-// with an error naming it: the result is never a guess.
+// # starting a comment, a leading NAME=value assignment, an unterminated
+// quote, a line break) is refused with an error naming it: the result is
+// never a guess.
 func SplitCommand(s string) ([]string, error) {
 	var words []string
 	var cur strings.Builder
 	inWord := false
+	plain := true // the current word has no quote or escape so far
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
 		case c == ' ' || c == '\t':
 			if inWord {
-				words, inWord = append(words, cur.String()), false
+				words, inWord, plain = append(words, cur.String()), false, true
 				cur.Reset()
 			}
 			continue
@@ -38,6 +41,9 @@ func SplitCommand(s string) ([]string, error) {
 			for ; i < len(s) && s[i] != '"'; i++ {
 				switch s[i] {
 				case '\\':
+					if i+1 < len(s) && (s[i+1] == '\n' || s[i+1] == '\r') {
+						return nil, errors.New("a line break is not allowed; give one command")
+					}
 					if i+1 < len(s) && strings.IndexByte("\"\\$`", s[i+1]) >= 0 {
 						i++
 					}
@@ -54,13 +60,21 @@ func SplitCommand(s string) ([]string, error) {
 				return nil, errors.New("a backslash at the end escapes nothing")
 			}
 			i++
+			if s[i] == '\n' || s[i] == '\r' {
+				return nil, errors.New("a line break is not allowed; give one command")
+			}
 			cur.WriteByte(s[i])
 		case c == '\n' || c == '\r':
 			return nil, errors.New("a line break is not allowed; give one command")
 		case strings.IndexByte("$`*?[|&;<>(){}", c) >= 0, c == '~' && !inWord, c == '#' && !inWord:
 			return nil, fmt.Errorf("%q would be interpreted by a shell; quote it, or use a configuration file with upstreams[].command.argv", c)
+		case c == '=' && len(words) == 0 && plain && envNamePattern.MatchString(cur.String()):
+			return nil, fmt.Errorf("%q would set an environment variable in a shell, not name the program; use a configuration file with upstreams[].command.env (or env_files for secrets)", cur.String()+"=")
 		default:
 			cur.WriteByte(c)
+		}
+		if c == '\'' || c == '"' || c == '\\' {
+			plain = false
 		}
 		inWord = true
 	}
@@ -71,4 +85,26 @@ func SplitCommand(s string) ([]string, error) {
 		return nil, errors.New("no command")
 	}
 	return words, nil
+}
+
+// envNamePattern is a shell variable name.
+var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// JoinCommand is the command line that SplitCommand splits into argv:
+// words of plain characters as they are, others (and a program whose name
+// holds "=") in single quotes.
+func JoinCommand(argv []string) string {
+	var b strings.Builder
+	for i, w := range argv {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		plain := w != "" && strings.Trim(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./_-") == ""
+		if plain && (i > 0 || !strings.Contains(w, "=")) { // a program named NAME=… is quoted
+			b.WriteString(w)
+			continue
+		}
+		b.WriteString("'" + strings.ReplaceAll(w, "'", `'\''`) + "'")
+	}
+	return b.String()
 }

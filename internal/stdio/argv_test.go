@@ -19,7 +19,7 @@ func TestSplitCommand(t *testing.T) {
 		{name: "adjacent quotes", in: `a'b'"c"d`, want: []string{"abcd"}},
 		{name: "empty quoted word", in: `a ''`, want: []string{"a", ""}},
 		{name: "backslash", in: `a\ b c\*`, want: []string{"a b", "c*"}},
-		{name: "tilde inside a word", in: "a=~b x#y", want: []string{"a=~b", "x#y"}},
+		{name: "tilde inside a word", in: "echo a=~b x#y", want: []string{"echo", "a=~b", "x#y"}},
 		{name: "variable", in: "echo $HOME", err: `'$'`},
 		{name: "variable in double quotes", in: `echo "$HOME"`, err: "double quotes"},
 		{name: "command substitution", in: "echo `id`", err: "'`'"},
@@ -33,6 +33,11 @@ func TestSplitCommand(t *testing.T) {
 		{name: "unterminated double", in: `a "b`, err: "unterminated double quote"},
 		{name: "trailing backslash", in: `a \`, err: "backslash"},
 		{name: "line break", in: "a\nb", err: "line break"},
+		{name: "escaped line break", in: "a\\\nb", err: "line break"},
+		{name: "escaped line break in double quotes", in: "a \"b\\\nc\"", err: "line break"},
+		{name: "assignment", in: "TOKEN=x npx server", err: "upstreams[].command.env"},
+		{name: "quoted assignment is a program", in: "'TOKEN=x' y", want: []string{"TOKEN=x", "y"}},
+		{name: "assignment-like argument", in: "npx --token=x A=b", want: []string{"npx", "--token=x", "A=b"}},
 		{name: "empty", in: "  ", err: "no command"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -60,15 +65,30 @@ func FuzzSplitCommand(f *testing.F) {
 		if len(words) == 0 {
 			t.Fatal("no words without an error")
 		}
-		// Quoting each word with single quotes and splitting again gives
-		// the same words.
-		var b strings.Builder
-		for _, w := range words {
-			b.WriteString("'" + strings.ReplaceAll(w, "'", `'\''`) + "' ")
-		}
-		again, err := SplitCommand(b.String())
+		// Joining the words and splitting again gives the same words.
+		again, err := SplitCommand(JoinCommand(words))
 		if err != nil || !slices.Equal(again, words) {
 			t.Fatalf("%q → %q → %q (%v)", s, words, again, err)
 		}
 	})
+}
+
+func TestJoinCommand(t *testing.T) {
+	for _, tc := range []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"npx", "-y", "@modelcontextprotocol/server-everything"}, "npx -y @modelcontextprotocol/server-everything"},
+		{[]string{"sh", "-c", "echo $HOME; it's"}, `sh -c 'echo $HOME; it'\''s'`},
+		{[]string{"a", "", "~/x", "#c", "TOKEN=x"}, `a '' '~/x' '#c' TOKEN=x`},
+		{[]string{"A=", "b"}, `'A=' b`},
+	} {
+		got := JoinCommand(tc.argv)
+		if got != tc.want {
+			t.Errorf("JoinCommand(%q) = %s, want %s", tc.argv, got, tc.want)
+		}
+		if again, err := SplitCommand(got); err != nil || !slices.Equal(again, tc.argv) {
+			t.Errorf("SplitCommand(%s) = %q, %v; want %q", got, again, err, tc.argv)
+		}
+	}
 }

@@ -11,8 +11,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -42,6 +44,10 @@ const (
 	maxBackoff  = 30 * time.Second
 	stableAfter = 30 * time.Second
 )
+
+// killWait bounds how long Close, out of time, waits for the child it
+// killed to be reaped.
+const killWait = time.Second
 
 // callQueue bounds the messages (notifications, server requests) waiting
 // for one HTTP exchange; beyond it notifications are dropped and server
@@ -87,8 +93,10 @@ type Bridge struct {
 	nextID atomic.Int64
 
 	mu        sync.Mutex
-	cur       *child // the running child, nil between runs
-	notReady  string // why the bridge is not ready ("" when ready)
+	cur       *child   // the running child, nil between runs
+	proc      *process // the child's process from start to reaping, ready or not
+	killed    bool     // Close ran out of time: every process is killed at once
+	notReady  string   // why the bridge is not ready ("" when ready)
 	listeners map[*listener]struct{}
 
 	// tried is closed when the first run of the child became ready or
@@ -203,7 +211,30 @@ func (b *Bridge) Close(ctx context.Context) error {
 	case <-b.done:
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+	}
+	// The caller cannot wait for the stop grace (mcpgate is about to
+	// exit): the child must not outlive it.
+	b.mu.Lock()
+	b.killed = true
+	p := b.proc
+	b.mu.Unlock()
+	if p != nil {
+		p.signalGroup(syscall.SIGKILL)
+		select {
+		case <-p.exited:
+		case <-time.After(killWait):
+		}
+	}
+	return ctx.Err()
+}
+
+// stopping reports whether Close has begun.
+func (b *Bridge) stopping() bool {
+	select {
+	case <-b.stop:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -228,10 +259,8 @@ func (b *Bridge) supervise() {
 			}
 		}
 		readyFor := b.runOnce(run)
-		select {
-		case <-b.stop:
+		if b.stopping() {
 			return
-		default:
 		}
 		if readyFor >= stableAfter {
 			backoff = minBackoff
@@ -261,6 +290,12 @@ func (b *Bridge) runOnce(gen int) time.Duration {
 		b.log.Error("stdio server not started", slog.Any("argv", b.o.Argv), slog.Any("error", err))
 		return 0
 	}
+	b.mu.Lock()
+	b.proc = p
+	if b.killed {
+		p.signalGroup(syscall.SIGKILL)
+	}
+	b.mu.Unlock()
 	b.m.children.Inc()
 	b.log.Info("stdio server started", slog.Int("pid", p.pid()), slog.Int("run", gen))
 	c := newChild(b, gen, p)
@@ -271,7 +306,9 @@ func (b *Bridge) runOnce(gen int) time.Duration {
 	if err := c.initialize(b.o.StartTimeout); err != nil {
 		c.fail() // the run is over
 		b.setNotReady(err.Error())
-		b.log.Error("stdio server not ready", slog.Any("error", err))
+		if !b.stopping() {
+			b.log.Error("stdio server not ready", slog.Any("error", err))
+		}
 	} else {
 		readyAt = time.Now()
 		b.m.readySeconds.Observe(readyAt.Sub(started).Seconds())
@@ -281,13 +318,12 @@ func (b *Bridge) runOnce(gen int) time.Duration {
 		b.log.Info("stdio server ready", slog.String("protocol_version", c.version), slog.Duration("after", readyAt.Sub(started)))
 	}
 	b.markTried()
-	stopping := false
 	select {
 	case <-p.exited:
 	case <-c.failed:
 	case <-b.stop:
-		stopping = true
 	}
+	stopping := b.stopping() // whichever of several ready cases select picked
 	b.mu.Lock()
 	if b.cur == c {
 		b.cur = nil
@@ -299,16 +335,26 @@ func (b *Bridge) runOnce(gen int) time.Duration {
 	}
 	b.mu.Unlock()
 	p.stop(b.o.StopGrace)
+	b.mu.Lock()
+	b.proc = nil
+	b.mu.Unlock()
 	// The group is gone; what the child wrote before it exited is read to
-	// its end before the calls still waiting are failed.
-	select {
-	case <-c.readDone:
-	case <-time.After(b.o.StopGrace):
-		_ = p.stdout.Close()
-		<-c.readDone
+	// its end before the calls still waiting are failed. A process that
+	// left the group (setsid) may hold the pipes open: after StopGrace they
+	// are closed, which ends their readers.
+	late, cancel := context.WithTimeout(context.Background(), b.o.StopGrace)
+	for _, pipe := range []struct {
+		read <-chan struct{}
+		f    *os.File
+	}{{c.readDone, p.stdout}, {p.drained, p.stderr}} {
+		select {
+		case <-pipe.read:
+		case <-late.Done():
+		}
+		_ = pipe.f.Close()
+		<-pipe.read
 	}
-	<-p.drained
-	_ = p.stdout.Close()
+	cancel()
 	c.kill(p.exitReason())
 	b.m.children.Dec()
 	if !stopping {

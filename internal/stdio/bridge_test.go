@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -485,5 +488,122 @@ func TestBridgeRefusesALineOverTheLimit(t *testing.T) {
 	_, body = r.post(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"after"}}}`)
 	if !strings.Contains(body, "after") {
 		t.Fatalf("after: %s", body)
+	}
+}
+
+// TestBridgeRestartsAChildWhoseEscapedGrandchildHoldsStderr: a process
+// that left the child's process group (setsid) and keeps its standard
+// error open neither keeps the bridge from restarting the child nor from
+// stopping.
+func TestBridgeRestartsAChildWhoseEscapedGrandchildHoldsStderr(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "escaped.pid")
+	escapedPID := func() int {
+		raw, _ := os.ReadFile(pidFile)
+		pid, _ := strconv.Atoi(string(raw))
+		return pid
+	}
+	r := start(t, "-escaped-grandchild", pidFile)
+	r.ready(t)
+	escaped := escapedPID()
+	if escaped == 0 {
+		t.Fatal("no escaped grandchild")
+	}
+	// Each run of the child starts one; none is the bridge's to end.
+	t.Cleanup(func() {
+		_ = syscall.Kill(escaped, syscall.SIGKILL)
+		if p := escapedPID(); p != 0 {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+	})
+	first := r.b.PID()
+	answered := make(chan struct{})
+	go func() {
+		defer close(answered)
+		r.post(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"crash","arguments":{}}}`)
+	}()
+	poll.Until(t, 10*time.Second, "restart", func() bool { ok, _ := r.b.Ready(); return ok && r.b.PID() != first })
+	poll.Until(t, 10*time.Second, "the crashed call ends", func() bool {
+		select {
+		case <-answered:
+			return true
+		default:
+			return false
+		}
+	})
+	if !alive(escaped) {
+		t.Fatal("the escaped grandchild is gone: the test proves nothing")
+	}
+}
+
+// TestBridgeKillsTheChildWhenCloseRunsOutOfTime: when the caller cannot
+// wait for the child's stop grace (mcpgate is about to exit), the child
+// and its process group are killed rather than left behind.
+func TestBridgeKillsTheChildWhenCloseRunsOutOfTime(t *testing.T) {
+	b, err := stdio.Start(stdio.Options{Upstream: "s", Argv: []string{testServer(t), "-ignore-eof", "-grandchild"}, Listen: "127.0.0.1:0",
+		StartTimeout: 10 * time.Second, StopGrace: time.Minute, MaxMessageBytes: 1 << 20,
+		Environ: func() ([]string, error) { return []string{"PATH=" + os.Getenv("PATH")}, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{b: b}
+	r.ready(t)
+	group := groupMembers(b.PID())
+	if len(group) < 2 {
+		t.Fatalf("process group: %v, want the child and its sleep", group)
+	}
+	t.Cleanup(func() {
+		for _, p := range group {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if err := b.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("close: %v, want the deadline", err)
+	}
+	gone(t, group)
+}
+
+// logBuffer is a log destination the bridge's goroutines and the test share.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestBridgeClosedDuringInitializeSaysItStops: closing the bridge while
+// the child has not answered initialize yet stops it, with no error and
+// no restart announced. (The run's end used to be picked at random among
+// ready channels; a few rounds make a wrong pick show.)
+func TestBridgeClosedDuringInitializeSaysItStops(t *testing.T) {
+	for i := range 6 {
+		var logs logBuffer
+		b, err := stdio.Start(stdio.Options{Upstream: "s", Argv: []string{testServer(t), "-hang-init"}, Listen: "127.0.0.1:0",
+			StartTimeout: time.Minute, StopGrace: 100 * time.Millisecond, MaxMessageBytes: 1 << 20,
+			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		poll.Until(t, 10*time.Second, "the child started", func() bool { return strings.Contains(logs.String(), "stdio server started") })
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err = b.Close(ctx)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := logs.String(); strings.Contains(s, "restarting") || strings.Contains(s, "level=ERROR") || !strings.Contains(s, "stdio server stopped") {
+			t.Fatalf("round %d:\n%s", i, s)
+		}
 	}
 }

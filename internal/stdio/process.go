@@ -30,6 +30,7 @@ type process struct {
 	cmd    *exec.Cmd
 	stdin  *os.File
 	stdout *os.File
+	stderr *os.File
 	// exited is closed when the child has been reaped (Wait returned);
 	// err is Wait's error then.
 	exited chan struct{}
@@ -68,10 +69,9 @@ func startProcess(argv []string, dir string, env []string, log *slog.Logger, dro
 	}
 	// The child holds its own copies; ours would keep EOF from coming.
 	closeAll(inR, outW, errW)
-	p := &process{cmd: cmd, stdin: inW, stdout: outR, exited: make(chan struct{}), drained: make(chan struct{})}
+	p := &process{cmd: cmd, stdin: inW, stdout: outR, stderr: errR, exited: make(chan struct{}), drained: make(chan struct{})}
 	go func() {
 		defer close(p.drained)
-		defer errR.Close()
 		drainStderr(errR, log, dropped)
 	}()
 	go func() {
@@ -120,7 +120,7 @@ func (p *process) exitReason() string {
 	var ee *exec.ExitError
 	if errors.As(p.err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return "killed by " + ws.Signal().String()
+			return "signal: " + ws.Signal().String()
 		}
 		return fmt.Sprintf("exit status %d", ee.ExitCode())
 	}

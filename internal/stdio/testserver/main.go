@@ -14,9 +14,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log"
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -46,6 +48,7 @@ func main() {
 	ignoreEOF := flag.Bool("ignore-eof", false, "keep running after standard input ends, and ignore SIGTERM")
 	grandchild := flag.Bool("grandchild", false, "start a long sleep in the process group")
 	records := flag.String("records", "", "file the record tool appends to")
+	escaped := flag.String("escaped-grandchild", "", "start a long sleep in a session of its own that holds standard error open, and write its process id to this file")
 	flag.Parse()
 
 	if *exitBeforeInit {
@@ -57,6 +60,17 @@ func main() {
 	}
 	if *grandchild {
 		_ = exec.Command("sleep", "1000").Start()
+	}
+	if *escaped != "" {
+		sleep := exec.Command("sleep", "1000")
+		sleep.Stderr = os.Stderr
+		sleep.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := sleep.Start(); err != nil {
+			log.Fatal(err)
+		}
+		if err := os.WriteFile(*escaped, []byte(strconv.Itoa(sleep.Process.Pid)), 0o600); err != nil {
+			log.Fatal(err)
+		}
 	}
 	if *flood > 0 {
 		go func() {
