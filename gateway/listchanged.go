@@ -139,7 +139,7 @@ func (h *listHub) snapshot(upstream string) []*listStream {
 	defer h.mu.Unlock()
 	out := make([]*listStream, 0, len(h.streams))
 	for s := range h.streams {
-		if upstream == "" || s.x.req.Upstream == upstream || (s.x.fed != nil && s.x.fed.prefixOf(upstream) != "") {
+		if upstream == "" || s.x.req.Upstream == upstream || (s.x.fed != nil && s.x.fed.has(upstream)) {
 			out = append(out, s)
 		}
 	}
