@@ -63,7 +63,7 @@ type Member struct {
 	// `mcpgate_federation_hidden_names`. Adding a member with a prefix can
 	// so hide a name clients used.
 	//
-	// Default: false.
+	// Default: `false`.
 	Unprefixed bool `yaml:"unprefixed"`
 }
 
