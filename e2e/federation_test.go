@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -119,6 +120,7 @@ type fedEnv struct {
 	// cluster each).
 	targets map[string]string
 	extproc string
+	server  string // the virtual server's name
 }
 
 // startDriver runs an Envoy driver in front of e's ext_proc listener
@@ -127,17 +129,17 @@ type fedEnv struct {
 // answered 421. action is the ext_proc filter's route_cache_action.
 func (e *fedEnv) startDriver(t *testing.T, action extprocfilterv3.ExternalProcessor_RouteCacheAction) (*envoydriver.Driver, string) {
 	t.Helper()
-	md := map[string]map[string]any{"mcpgate": {"upstream": "work"}}
+	md := map[string]map[string]any{"mcpgate": {"upstream": e.server}}
 	var routes []envoydriver.Route
-	for _, m := range []string{"demo", "everything", "clash", "gone"} {
+	for _, m := range slices.Sorted(maps.Keys(e.targets)) {
 		target, err := url.Parse(e.targets[m])
 		if err != nil {
 			t.Fatal(err)
 		}
-		routes = append(routes, envoydriver.Route{Name: "work_" + m, Path: "/mcp", Headers: map[string]string{gateway.UpstreamHeader: m},
+		routes = append(routes, envoydriver.Route{Name: e.server + "_" + m, Path: "/mcp", Headers: map[string]string{gateway.UpstreamHeader: m},
 			Metadata: md, Cluster: m, Upstream: target, RequestHeadersToRemove: []string{gateway.UpstreamHeader}})
 	}
-	routes = append(routes, envoydriver.Route{Name: "work_unrouted", Path: "/mcp", Metadata: md, DirectResponse: &envoydriver.DirectResponse{Status: 421}})
+	routes = append(routes, envoydriver.Route{Name: e.server + "_unrouted", Path: "/mcp", Metadata: md, DirectResponse: &envoydriver.DirectResponse{Status: 421}})
 	d, err := envoydriver.New(envoydriver.Config{
 		Target: e.extproc, Routes: routes, RouteCacheAction: action,
 		AllowModeOverride: true, MessageTimeout: 5 * time.Second, MaxMessageTimeout: 5 * time.Second,
@@ -191,7 +193,7 @@ func startFederation(t *testing.T) *fedEnv {
 		t.Fatal(err)
 	}
 	a := startApp(t, cfg)
-	e := &fedEnv{seen: seen, proxy: "http://" + a.ProxyAddr + "/mcp", admin: "http://" + a.AdminAddr, clash: clash, demo: d, extproc: a.ExtProcAddr,
+	e := &fedEnv{server: "work", seen: seen, proxy: "http://" + a.ProxyAddr + "/mcp", admin: "http://" + a.AdminAddr, clash: clash, demo: d, extproc: a.ExtProcAddr,
 		targets: map[string]string{"demo": up.URL, "everything": strings.TrimSuffix(every, "/mcp"), "clash": strings.TrimSuffix(clash.url, "/mcp"), "gone": strings.TrimSuffix(downURL, "/mcp")}}
 	driver, front := e.startDriver(t, extprocfilterv3.ExternalProcessor_DEFAULT)
 	e.driver = driver
