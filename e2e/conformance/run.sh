@@ -15,13 +15,12 @@
 #   G  as F, with a second everything-server as a second member under
 #      prefix "two": the lists hold both members' items, every call the
 #      suite makes goes to the unprefixed member.
-#   F and G are not in the default modes (README.md).
 #
 # Environment (all optional):
 #   MCPGATE_BIN            mcpgate binary; unset = direct runs only
 #   MCPGATE_POLICY         policy dir (default <repo>/rego/examples/transparent)
 #   MCPGATE_EXTRA_ARGS     extra arguments appended to `mcpgate serve`
-#   CONFORMANCE_MODES      modes to run (default "A B")
+#   CONFORMANCE_MODES      modes to run (default "A B F G")
 #   CONFORMANCE_STDIO=0    skip the runs through mcpgate over stdio
 #   UPSTREAM_PORT, GATEWAY_PORT, ADMIN_PORT
 #                          fixed ports (default: random free ports)
@@ -42,7 +41,7 @@ REPO=$(cd "$HERE/../.." && pwd)
 WORK="$HERE/results"
 RESULTS_TXT="$HERE/results.txt"
 
-MODES=${CONFORMANCE_MODES:-A B}
+MODES=${CONFORMANCE_MODES:-A B F G}
 MCP_PATH=${MCP_PATH:-/mcp}
 MCPGATE_PATH=${MCPGATE_PATH:-$MCP_PATH}
 MCPGATE_POLICY=${MCPGATE_POLICY:-$REPO/rego/examples/transparent}
