@@ -577,8 +577,9 @@ func (x *Exchange) visibleItems(ctx context.Context, kind string, items []jsonte
 // server/discover (2026-07-28) on a federated route: mcpgate speaks for
 // the server, with the union of its members' capabilities.
 func (p *Pipeline) federatedDiscover(ctx context.Context, x *Exchange) *Local {
-	// mcpgate announces the server's tools/list_changed itself, on
-	// subscriptions/listen and GET streams (listchanged.go).
+	// mcpgate announces the server's tools/, prompts/ and
+	// resources/list_changed itself, on subscriptions/listen and GET
+	// streams (listchanged.go): it answers those lists.
 	caps := map[string]map[string]any{"tools": {"listChanged": true}}
 	for _, m := range x.fed.members {
 		if p.opts.Members == nil {
@@ -592,12 +593,14 @@ func (p *Pipeline) federatedDiscover(ctx context.Context, x *Exchange) *Local {
 		if json.Unmarshal(raw, &c) != nil {
 			continue
 		}
-		// A member's capability, without listChanged and subscribe:
-		// mcpgate announces only the tools' changes, and resource
-		// subscriptions are not federated.
+		// A member's capability, without subscribe (resource
+		// subscriptions are not federated); listChanged is mcpgate's.
 		for _, k := range []string{"prompts", "resources", "logging"} {
 			if _, has := c[k]; has {
 				caps[k] = map[string]any{}
+				if k != "logging" {
+					caps[k]["listChanged"] = true
+				}
 			}
 		}
 	}
