@@ -274,10 +274,15 @@ func TestFederation(t *testing.T) {
 	e := env
 	t.Run("alike through the proxy and through Envoy", func(t *testing.T) { federationAlike(t, e) })
 	t.Run("older revision sessions", func(t *testing.T) { federationSessions(t, e) })
-	t.Run("a member's tools drift", func(t *testing.T) {
+	t.Run("a member's tools and prompts change", func(t *testing.T) {
 		// A subscriptions/listen stream on the server hears of it.
 		listen := openListen(t, strings.TrimSuffix(e.proxy, "/mcp"), "")
 		listen.expect(t, "federated", "notifications/subscriptions/acknowledged")
+		// A prompt is added too: mcpgate lists the members' prompts
+		// itself, so it announces prompts/list_changed (the stream asked).
+		e.clash.srv.AddPrompt(&sdk.Prompt{Name: "farewell", Description: "a goodbye"}, func(context.Context, *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
+			return &sdk.GetPromptResult{Messages: []*sdk.PromptMessage{{Role: "user", Content: &sdk.TextContent{Text: "bye from clash"}}}}, nil
+		})
 		e.clash.srv.AddTool(&sdk.Tool{Name: "echo", Description: "changed", InputSchema: json.RawMessage(`{"type":"object"}`)},
 			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "changed"}}}, nil
@@ -289,8 +294,16 @@ func TestFederation(t *testing.T) {
 		if isErr, text := e.callTool(t, "cl_"+demo.ToolFindCustomers, `{}`); !isErr {
 			t.Errorf("a removed tool was called: %q", text)
 		}
-		for m := listen.next(t, "tools/list_changed"); m.Method != "notifications/tools/list_changed"; m = listen.next(t, "tools/list_changed") {
-			t.Logf("on the stream before it: %s", m.Method)
+		seen := map[string]bool{}
+		for !seen["notifications/tools/list_changed"] || !seen["notifications/prompts/list_changed"] {
+			m := listen.next(t, "tools/ and prompts/list_changed")
+			if seen[m.Method] && m.Method == "notifications/prompts/list_changed" {
+				t.Errorf("%s announced twice for one change", m.Method) // tools changed in two steps
+			}
+			seen[m.Method] = true
+		}
+		if prompts := e.list(t, "prompts/list", "prompts", "name"); !slices.Contains(prompts, "cl_farewell") {
+			t.Errorf("prompts/list after the change: %v", prompts)
 		}
 		if isErr, text := e.callTool(t, "bk_"+demo.ToolFindCustomers, `{"query":"Ada"}`); isErr {
 			t.Errorf("another member's tool failed: %q", text)

@@ -25,7 +25,8 @@ import (
 )
 
 // memberItemsTTL is how long a member's prompts, resources and
-// capabilities are reused before they are listed again; a failed listing
+// capabilities are reused before they are listed again (catalog.refresh
+// when shorter: they are listed as often as the tools); a failed listing
 // is retried after memberRetry.
 const (
 	memberItemsTTL = 30 * time.Second
@@ -91,6 +92,9 @@ func newMemberLister(cfg *config.Config, ups []catalog.Upstream, log *slog.Logge
 	}
 	l := &memberLister{ups: map[string]catalog.Upstream{}, log: log, by: map[string]*memberEntry{},
 		ttl: memberItemsTTL, retry: memberRetry, stale: memberStale, wait: memberWait}
+	if r := cfg.Catalog.Refresh.D(); r > 0 && r < l.ttl {
+		l.ttl = r
+	}
 	for _, u := range ups {
 		if _, member := cfg.MemberOf(u.Name); member {
 			l.ups[u.Name] = u
