@@ -260,8 +260,9 @@ func (e *fedEnv) list(t *testing.T, method, kind, key string) []string {
 }
 
 // TestFederation: three real upstreams and one that is down behind one
-// route, through each via (federationCases), then a member whose tools
-// drift.
+// route, through the proxy and through the Envoy driver
+// (federationCases, federationAlike), then sessions of an older
+// revision, and a member whose tools and prompts change.
 func TestFederation(t *testing.T) {
 	env := startFederation(t)
 	for _, v := range env.vias {
