@@ -50,8 +50,66 @@ type Member struct {
 	// of another member's prefix, and not `confirm`, `reject` or `list`
 	// (mcpgate's own tools start with these).
 	//
-	// Required.
+	// Required, unless `unprefixed` is true.
 	Prefix string `yaml:"prefix"`
+	// Exposes the member's tools, prompts and resource URIs as the
+	// upstream lists them, without prefix (e.g. to put one existing server
+	// behind a virtual server without renaming its tools). At most one
+	// member of a server; `prefix` is then not set. A name is resolved to
+	// this member only when it does not start with another member's
+	// `<prefix>_` (a URI: `<prefix>+`); the member's own names that do are
+	// collisions: neither listed nor callable, reported by `validate` (for
+	// declared tools), in the log and by
+	// `mcpgate_federation_hidden_names`. Adding a member with a prefix can
+	// so hide a name clients used.
+	//
+	// Default: `false`.
+	Unprefixed bool `yaml:"unprefixed"`
+}
+
+// ShadowedBy returns the prefix of another member of s that a name of
+// s's unprefixed member starts with (sep: FederationSeparator for tool
+// and prompt names, FederationURISeparator for resource URIs), "" when
+// none does: such a name resolves to that member, so the unprefixed
+// member's is hidden.
+func (s Server) ShadowedBy(name, sep string) string {
+	head, _, found := strings.Cut(name, sep)
+	if !found || head == "" {
+		return ""
+	}
+	for _, m := range s.Members {
+		if !m.Unprefixed && m.Prefix == head {
+			return head
+		}
+	}
+	return ""
+}
+
+// FederationWarnings are what validation tolerates but an operator
+// should see: declared tools of a server's unprefixed member whose names
+// another member's prefix hides.
+func (c *Config) FederationWarnings() []string {
+	var out []string
+	for i, s := range c.Servers {
+		for j, m := range s.Members {
+			k := c.upstreamIndex(m.Upstream)
+			if !m.Unprefixed || k < 0 {
+				continue
+			}
+			u := c.Upstreams[k]
+			for _, name := range sortedKeys(u.Tools) {
+				exposed := name
+				if e := u.Tools[name].Expose; e != nil && e.Name != "" {
+					exposed = e.Name
+				}
+				if prefix := s.ShadowedBy(exposed, FederationSeparator); prefix != "" {
+					out = append(out, fmt.Sprintf("%s: tool %q of unprefixed upstream %q starts with member prefix %q and %q: it resolves to that member, so it is neither listed nor callable on server %q",
+						indexPath(indexPath("servers", i)+".members", j), exposed, m.Upstream, prefix, FederationSeparator, s.Name))
+				}
+			}
+		}
+	}
+	return out
 }
 
 // FederationSeparator joins a member's prefix and a tool or prompt name;
@@ -156,6 +214,7 @@ func (c *Config) validateServers(p *problems, upstreams map[string]int, rs *rout
 			p.add(at, "needs the catalog (catalog.disabled is true): the server's tools/list is answered from it")
 		}
 		prefixes := map[string]int{}
+		unprefixed := -1
 		for j, m := range s.Members {
 			mat := indexPath(at+".members", j)
 			switch _, known := upstreams[m.Upstream]; {
@@ -174,8 +233,14 @@ func (c *Config) validateServers(p *problems, upstreams map[string]int, rs *rout
 				}
 			}
 			switch {
+			case m.Unprefixed && m.Prefix != "":
+				p.add(mat+".prefix", "%q is set but unprefixed is true; set one of them", m.Prefix)
+			case m.Unprefixed && unprefixed >= 0:
+				p.add(mat+".unprefixed", "members[%d] is unprefixed already; at most one member of a server is", unprefixed)
+			case m.Unprefixed:
+				unprefixed = j
 			case m.Prefix == "":
-				p.add(mat+".prefix", "required (e.g. %q: its tools are then exposed as %s_<tool>)", "crm", "crm")
+				p.add(mat+".prefix", "required (e.g. %q: its tools are then exposed as %s_<tool>; or unprefixed: true for the member whose names stay as they are)", "crm", "crm")
 			case strings.Contains(m.Prefix, FederationSeparator) || strings.Contains(m.Prefix, FederationURISeparator):
 				p.add(mat+".prefix", "%q holds the separator %q or %q; a prefix is 1 to 32 characters of a-z, 0-9 and -, starting with a letter", m.Prefix, FederationSeparator, FederationURISeparator)
 			case !memberPrefixPattern.MatchString(m.Prefix):

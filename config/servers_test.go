@@ -43,6 +43,33 @@ func TestServersValid(t *testing.T) {
 	}
 }
 
+// TestServersUnprefixed: one member without prefix is valid; its
+// declared tools that start with another member's prefix are warned of.
+func TestServersUnprefixed(t *testing.T) {
+	text := strings.Replace(federated, "{upstream: files, prefix: files}", "{upstream: files, unprefixed: true}", 1)
+	text = strings.Replace(text, `{name: files, url: "http://127.0.0.1:3002/mcp"}`,
+		`{name: files, url: "http://127.0.0.1:3002/mcp", tools: {read_file: {effect: read}, crm_sync: {effect: read}, wiki: {effect: read}, x: {effect: read, expose: {name: wiki_x}}}}`, 1)
+	c, err := Parse([]byte(text), "federated.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := c.Servers[0].Members[1]; !m.Unprefixed || m.Prefix != "" {
+		t.Errorf("member = %+v", m)
+	}
+	w := c.FederationWarnings()
+	if len(w) != 2 || !strings.Contains(w[0], `tool "crm_sync" of unprefixed upstream "files" starts with member prefix "crm"`) || !strings.Contains(w[1], `"wiki_x"`) {
+		t.Errorf("warnings = %q", w)
+	}
+	for _, tc := range []struct{ name, sep, want string }{
+		{"crm_sync", "_", "crm"}, {"crm", "_", ""}, {"files_x", "_", ""}, {"read_file", "_", ""},
+		{"crm+file:///a", "+", "crm"}, {"git+ssh://h", "+", ""}, {"crm_file", "+", ""},
+	} {
+		if got := c.Servers[0].ShadowedBy(tc.name, tc.sep); got != tc.want {
+			t.Errorf("ShadowedBy(%q, %q) = %q, want %q", tc.name, tc.sep, got, tc.want)
+		}
+	}
+}
+
 func TestServersInvalid(t *testing.T) {
 	tests := []struct {
 		name, replace, with string
@@ -60,6 +87,9 @@ func TestServersInvalid(t *testing.T) {
 		{"prefix of a prefix", "prefix: files}", "prefix: crm-eu}", []string{`servers[0].members[1].prefix: "crm-eu" and the prefix of members[0] ("crm") start alike; no prefix may be the start of another`}},
 		{"reserved prefix", "prefix: files}", "prefix: confirm}", []string{`servers[0].members[1].prefix: "confirm" is reserved: mcpgate's own tools (confirm_action, reject_action, list_recent_changes) start with it`}},
 		{"missing prefix", "prefix: files}", "prefix: \"\"}", []string{`servers[0].members[1].prefix: required`}},
+		{"prefix and unprefixed", "prefix: files}", "prefix: files, unprefixed: true}", []string{`servers[0].members[1].prefix: "files" is set but unprefixed is true; set one of them`}},
+		{"two unprefixed", "{upstream: files, prefix: files}", "{upstream: files, unprefixed: true}\n      - {upstream: alone, unprefixed: true}",
+			[]string{`servers[0].members[2].unprefixed: members[1] is unprefixed already; at most one member of a server is`}},
 		{"no members", "    members:\n      - {upstream: crm, prefix: crm}\n      - {upstream: files, prefix: files}\n      - {upstream: wiki, prefix: wiki}\n", "    members: []\n", []string{`servers[0].members: at least one member is required`}},
 		{"name taken by an upstream", "- name: work", "- name: alone", []string{`servers[0].name: "alone" is also the name of upstreams[3]; names must be unique across upstreams and servers`}},
 		{"bad name", "- name: work", "- name: Work", []string{`servers[0].name: "Work" must be 1 to 63 characters`}},

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,17 +19,20 @@ import (
 	"testing"
 	"time"
 
+	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate/config"
+	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/internal/demo"
+	"github.com/mcpgate/mcpgate/internal/envoydriver"
 	"github.com/mcpgate/mcpgate/internal/poll"
 	"github.com/mcpgate/mcpgate/policy"
 )
 
 // clashUpstream is a small Go SDK server whose tool find_customers has the
 // name of a demo tool: behind one federated route both are listed, each
-// under its member's prefix. It records what each request it got named.
+// under its member's prefix. It records what each call it got named.
 type clashUpstream struct {
 	srv *sdk.Server
 	url string
@@ -62,7 +67,8 @@ func startClash(t *testing.T) *clashUpstream {
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(strings.NewReader(string(body)))
-		if r.Header.Get("Mcp-Method") != "" || strings.Contains(string(body), `"tools/call"`) {
+		// Calls only: mcpgate lists its members in the background.
+		if m := r.Header.Get("Mcp-Method"); m == "tools/call" || m == "prompts/get" || m == "resources/read" || strings.Contains(string(body), `"tools/call"`) {
 			u.mu.Lock()
 			u.got = append(u.got, clashRequest{r.Header.Get("Mcp-Name"), r.Header.Get("X-Mcpgate-Upstream"), string(body)})
 			u.mu.Unlock()
@@ -106,32 +112,45 @@ type fedEnv struct {
 	demo         *demo.Server
 	seen         *demoSeen
 	// vias are the paths to the server: the standalone proxy, and the
-	// Envoy driver once it routes on x-mcpgate-upstream
-	// (federationThroughEnvoy).
-	vias []via
+	// Envoy driver in front of the ext_proc listener, routing each
+	// request to the member mcpgate names in x-mcpgate-upstream.
+	vias   []via
+	driver *envoydriver.Driver
 	// targets are the members' base URLs, by upstream name (an Envoy
 	// cluster each).
 	targets map[string]string
 	extproc string
+	server  string // the virtual server's name
 }
 
-// federationThroughEnvoy turns on the ext_proc half of the federation
-// tests: the Envoy driver in front of mcpgate's ext_proc listener,
-// routing each request to the member cluster named by the
-// x-mcpgate-upstream header mcpgate sets (and clearing its route cache).
-// Off until the driver and the ext_proc adapter route on it;
-// federationEnvoyVia is where that run starts.
-const federationThroughEnvoy = false
-
-// federationEnvoyVia starts the Envoy driver for e's virtual server and
-// returns its via; nil while federationThroughEnvoy is off.
-func federationEnvoyVia(t *testing.T, e *fedEnv) *via {
+// startDriver runs an Envoy driver in front of e's ext_proc listener
+// with the routes config/envoy/federation.yaml has: one per member on
+// x-mcpgate-upstream (removed before forwarding), then /mcp alone
+// answered 421. action is the ext_proc filter's route_cache_action.
+func (e *fedEnv) startDriver(t *testing.T, action extprocfilterv3.ExternalProcessor_RouteCacheAction) (*envoydriver.Driver, string) {
 	t.Helper()
-	if !federationThroughEnvoy {
-		return nil
+	md := map[string]map[string]any{"mcpgate": {"upstream": e.server}}
+	var routes []envoydriver.Route
+	for _, m := range slices.Sorted(maps.Keys(e.targets)) {
+		target, err := url.Parse(e.targets[m])
+		if err != nil {
+			t.Fatal(err)
+		}
+		routes = append(routes, envoydriver.Route{Name: e.server + "_" + m, Path: "/mcp", Headers: map[string]string{gateway.UpstreamHeader: m},
+			Metadata: md, Cluster: m, Upstream: target, RequestHeadersToRemove: []string{gateway.UpstreamHeader}})
 	}
-	t.Fatal("the Envoy driver's member routing is not wired here yet: start it for e.targets and e.extproc")
-	return nil
+	routes = append(routes, envoydriver.Route{Name: e.server + "_unrouted", Path: "/mcp", Metadata: md, DirectResponse: &envoydriver.DirectResponse{Status: 421}})
+	d, err := envoydriver.New(envoydriver.Config{
+		Target: e.extproc, Routes: routes, RouteCacheAction: action,
+		AllowModeOverride: true, MessageTimeout: 5 * time.Second, MaxMessageTimeout: 5 * time.Second,
+		BufferLimit: 5 << 20, RequestAttributes: []string{"xds.route_metadata"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(d)
+	t.Cleanup(func() { srv.Close(); _ = d.Close() })
+	return d, srv.URL
 }
 
 func startFederation(t *testing.T) *fedEnv {
@@ -174,12 +193,11 @@ func startFederation(t *testing.T) *fedEnv {
 		t.Fatal(err)
 	}
 	a := startApp(t, cfg)
-	e := &fedEnv{seen: seen, proxy: "http://" + a.ProxyAddr + "/mcp", admin: "http://" + a.AdminAddr, clash: clash, demo: d, extproc: a.ExtProcAddr,
+	e := &fedEnv{server: "work", seen: seen, proxy: "http://" + a.ProxyAddr + "/mcp", admin: "http://" + a.AdminAddr, clash: clash, demo: d, extproc: a.ExtProcAddr,
 		targets: map[string]string{"demo": up.URL, "everything": strings.TrimSuffix(every, "/mcp"), "clash": strings.TrimSuffix(clash.url, "/mcp"), "gone": strings.TrimSuffix(downURL, "/mcp")}}
-	e.vias = []via{{"proxy", e.proxy}}
-	if v := federationEnvoyVia(t, e); v != nil {
-		e.vias = append(e.vias, *v)
-	}
+	driver, front := e.startDriver(t, extprocfilterv3.ExternalProcessor_DEFAULT)
+	e.driver = driver
+	e.vias = []via{{"proxy", e.proxy}, {"envoy", front + "/mcp"}}
 	return e
 }
 
@@ -242,8 +260,9 @@ func (e *fedEnv) list(t *testing.T, method, kind, key string) []string {
 }
 
 // TestFederation: three real upstreams and one that is down behind one
-// route, through each via (federationCases), then a member whose tools
-// drift.
+// route, through the proxy and through the Envoy driver
+// (federationCases, federationAlike), then sessions of an older
+// revision, and a member whose tools and prompts change.
 func TestFederation(t *testing.T) {
 	env := startFederation(t)
 	for _, v := range env.vias {
@@ -254,11 +273,17 @@ func TestFederation(t *testing.T) {
 		})
 	}
 	e := env
+	t.Run("alike through the proxy and through Envoy", func(t *testing.T) { federationAlike(t, e) })
 	t.Run("older revision sessions", func(t *testing.T) { federationSessions(t, e) })
-	t.Run("a member's tools drift", func(t *testing.T) {
+	t.Run("a member's tools and prompts change", func(t *testing.T) {
 		// A subscriptions/listen stream on the server hears of it.
 		listen := openListen(t, strings.TrimSuffix(e.proxy, "/mcp"), "")
 		listen.expect(t, "federated", "notifications/subscriptions/acknowledged")
+		// A prompt is added too: mcpgate lists the members' prompts
+		// itself, so it announces prompts/list_changed (the stream asked).
+		e.clash.srv.AddPrompt(&sdk.Prompt{Name: "farewell", Description: "a goodbye"}, func(context.Context, *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
+			return &sdk.GetPromptResult{Messages: []*sdk.PromptMessage{{Role: "user", Content: &sdk.TextContent{Text: "bye from clash"}}}}, nil
+		})
 		e.clash.srv.AddTool(&sdk.Tool{Name: "echo", Description: "changed", InputSchema: json.RawMessage(`{"type":"object"}`)},
 			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "changed"}}}, nil
@@ -270,13 +295,80 @@ func TestFederation(t *testing.T) {
 		if isErr, text := e.callTool(t, "cl_"+demo.ToolFindCustomers, `{}`); !isErr {
 			t.Errorf("a removed tool was called: %q", text)
 		}
-		for m := listen.next(t, "tools/list_changed"); m.Method != "notifications/tools/list_changed"; m = listen.next(t, "tools/list_changed") {
-			t.Logf("on the stream before it: %s", m.Method)
+		seen := map[string]bool{}
+		for !seen["notifications/tools/list_changed"] || !seen["notifications/prompts/list_changed"] {
+			m := listen.next(t, "tools/ and prompts/list_changed")
+			if seen[m.Method] && m.Method == "notifications/prompts/list_changed" {
+				t.Errorf("%s announced twice for one change", m.Method) // tools changed in two steps
+			}
+			seen[m.Method] = true
+		}
+		if prompts := e.list(t, "prompts/list", "prompts", "name"); !slices.Contains(prompts, "cl_farewell") {
+			t.Errorf("prompts/list after the change: %v", prompts)
 		}
 		if isErr, text := e.callTool(t, "bk_"+demo.ToolFindCustomers, `{"query":"Ada"}`); isErr {
 			t.Errorf("another member's tool failed: %q", text)
 		}
 	})
+}
+
+// federationAlike: what the proxy and the Envoy driver answer is the
+// same (lists, results, refusals); each call through Envoy cleared the
+// route cache so that Envoy chose the member's route; with the route
+// cache retained no call reaches a member.
+func federationAlike(t *testing.T, e *fedEnv) {
+	at := func(base string) *fedEnv { c := *e; c.proxy = base; return &c }
+	proxy, envoy := at(e.vias[0].base), at(e.vias[1].base)
+	for _, l := range [][3]string{{"tools/list", "tools", "name"}, {"prompts/list", "prompts", "name"}, {"resources/list", "resources", "uri"}, {"resources/templates/list", "resourceTemplates", "uriTemplate"}} {
+		p, v := proxy.list(t, l[0], l[1], l[2]), envoy.list(t, l[0], l[1], l[2])
+		if !slices.Equal(p, v) || len(p) == 0 {
+			t.Errorf("%s: proxy %v, Envoy %v", l[0], p, v)
+		}
+	}
+	before := e.driver.Stats().ClearRouteCache
+	calls := 0
+	for _, c := range []struct{ tool, args string }{
+		{"cl_" + demo.ToolFindCustomers, `{"q":"x"}`},
+		{"bk_" + demo.ToolFindCustomers, `{"query":"Ada"}`},
+		{"ev_test_simple_text", `{}`},
+		// Refusals, with arguments of their own (the loop brake counts
+		// the same call refused through either path).
+		{"cl_find_customer", `{"alike":1}`},
+		{"cl_undeclared_thing", `{"alike":1}`},
+		{demo.ToolFindCustomers, `{"alike":1}`},
+		{"gone_anything", `{"alike":1}`},
+	} {
+		pe, pt := proxy.callTool(t, c.tool, c.args)
+		ve, vt := envoy.callTool(t, c.tool, c.args)
+		if pe != ve || maskDecisionID([]byte(pt)) != maskDecisionID([]byte(vt)) {
+			t.Errorf("%s: proxy (isError %v) %q\nEnvoy (isError %v) %q", c.tool, pe, pt, ve, vt)
+		}
+		if !pe {
+			calls++
+		}
+	}
+	if n := e.driver.Stats().ClearRouteCache - before; n < int64(calls) {
+		t.Errorf("route cache cleared %d times for %d calls to members", n, calls)
+	}
+
+	t.Run("RETAIN: no call reaches a member", func(t *testing.T) {
+		d, front := e.startDriver(t, extprocfilterv3.ExternalProcessor_RETAIN)
+		before := clashCalls(e.clash)
+		resp, body := roundTrip(t, "POST", front+"/mcp", toHeader(v26("tools/call", "cl_echo")), call("1", "cl_echo", `{"q":"x"}`))
+		if after := clashCalls(e.clash); resp.StatusCode != http.StatusMisdirectedRequest || after != before {
+			t.Errorf("status %d %s; clash calls %d → %d", resp.StatusCode, body, before, after)
+		}
+		if d.Stats().ClearRouteCacheDisabled == 0 {
+			t.Error("Envoy saw no clear to ignore")
+		}
+	})
+}
+
+// clashCalls counts the calls the clash server got.
+func clashCalls(u *clashUpstream) int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return len(u.got)
 }
 
 // federationCases are the cases every path to the virtual server must

@@ -69,10 +69,10 @@ type schemaCache struct {
 	listed  sync.Map // definition hash → jsontext.Value, the inputSchema tools/list shows
 	output  sync.Map // definition hash → jsontext.Value, the outputSchema tools/list shows
 	// narrowed holds the compiled expose.input_schema of declared tools,
-	// by narrowKey (expose.go); tooLong the member tools already reported
-	// as too long to list (toolKey).
+	// by narrowKey (expose.go); told the member names already reported
+	// as not listed: too long (toolKey), hidden by a prefix (hiddenKey).
 	narrowed sync.Map
-	tooLong  sync.Map
+	told     sync.Map
 }
 
 type toolKey struct{ upstream, tool string }
@@ -681,7 +681,7 @@ func (p *Pipeline) listAnswer(ctx context.Context, x *Exchange) *Local {
 	if x.fed == nil {
 		items, visible, _ := p.visibleTools(ctx, x, tools)                               // listchanged.go; refused: none visible
 		p.recordListed(x, fingerprint(tools, items, visible, x.input.Principal.Toolset)) // listchanged.go
-		effects = p.writeListedTools(ctx, enc, x, "", tools, items, visible, nil)
+		effects = p.writeListedTools(ctx, enc, x, nil, "", tools, items, visible, nil)
 	} else {
 		// A federated route: every member's tools in member order, each
 		// under its prefix; a member not listed yet is left out.
@@ -694,7 +694,7 @@ func (p *Pipeline) listAnswer(ctx context.Context, x *Exchange) *Local {
 			mx := x.forMember(m.Upstream)
 			items, visible, _ := p.visibleTools(ctx, mx, tools)
 			parts[i] = fingerprint(tools, items, visible, x.input.Principal.Toolset)
-			effects = p.writeListedTools(ctx, enc, mx, m.Prefix, tools, items, visible, effects)
+			effects = p.writeListedTools(ctx, enc, mx, x.fed, m.Prefix, tools, items, visible, effects)
 		}
 		p.recordListed(x, combineFingerprints(parts)) // listchanged.go
 	}
@@ -716,9 +716,9 @@ func (p *Pipeline) listAnswer(ctx context.Context, x *Exchange) *Local {
 }
 
 // writeListedTools writes the visible tools of x's upstream, each under
-// its exposed name (with prefix on a federated route), and returns effects
-// with each written tool's effect class added.
-func (p *Pipeline) writeListedTools(ctx context.Context, enc *jsontext.Encoder, x *Exchange, prefix string, tools []CatalogTool, items []policy.Item, visible map[string]bool, effects []string) []string {
+// its exposed name (with prefix on federated route f, nil off one), and
+// returns effects with each written tool's effect class added.
+func (p *Pipeline) writeListedTools(ctx context.Context, enc *jsontext.Encoder, x *Exchange, f *federation, prefix string, tools []CatalogTool, items []policy.Item, visible map[string]bool, effects []string) []string {
 	upstream, toolset := x.req.Upstream, x.input.Principal.Toolset
 	for i := range tools {
 		// (A member's tool named like mcpgate's own is listed with its
@@ -731,13 +731,16 @@ func (p *Pipeline) writeListedTools(ctx context.Context, enc *jsontext.Encoder, 
 		// An exposed name and text (expose.go), then a toolset's short
 		// description for small models (toolsets.go).
 		name, title, desc := p.listedText(upstream, &lt)
+		if f != nil && prefix == "" && p.hiddenByPrefix(ctx, f, upstream, "tool", name, federationSeparator) {
+			continue
+		}
 		if prefix != "" {
 			if title == "" {
 				title = titleFromName(name) // the member's name, without prefix
 			}
 			name = exposedTool(prefix, name)
 			if len(name) > maxToolName {
-				if _, told := p.schemas.tooLong.LoadOrStore(toolKey{upstream, tools[i].Name}, true); !told {
+				if _, told := p.schemas.told.LoadOrStore(toolKey{upstream, tools[i].Name}, true); !told {
 					p.log.LogAttrs(ctx, slog.LevelWarn, "a member's tool is neither listed nor callable on its virtual server: its name with the member's prefix is longer than 128 characters",
 						slog.String("upstream", upstream), slog.String("tool", tools[i].Name), slog.String("exposed", name))
 				}

@@ -308,7 +308,7 @@ func (p *Pipeline) ownAction(ctx context.Context, x *Exchange, token string) (st
 	if err == nil && a.Connection == connectionOf(&x.input.Principal) && a.Upstream == x.req.Upstream {
 		return a, nil
 	}
-	if err == nil && a.Connection == connectionOf(&x.input.Principal) && x.fed != nil && x.member == "" && x.fed.prefixOf(a.Upstream) != "" {
+	if err == nil && a.Connection == connectionOf(&x.input.Principal) && x.fed != nil && x.member == "" && x.fed.has(a.Upstream) {
 		// A federated route: the action was previewed on one of its
 		// members, where the confirmed call goes.
 		x.toMember(a.Upstream)

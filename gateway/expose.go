@@ -284,8 +284,10 @@ const (
 // the one place where a federated name is split into (member, the name
 // the member's exposure knows).
 type federation struct {
-	name     string
-	members  []Member
+	name    string
+	members []Member
+	// byPrefix holds each member by prefix; the unprefixed member (if
+	// any) under "". A prefix held twice maps to nil: it resolves nothing.
 	byPrefix map[string]*Member
 }
 
@@ -298,7 +300,7 @@ func newFederations(servers []Server) map[string]*federation {
 		f := &federation{name: s.Name, members: s.Members, byPrefix: make(map[string]*Member, len(s.Members))}
 		for i := range f.members {
 			m := &f.members[i]
-			if _, dup := f.byPrefix[m.Prefix]; dup || m.Prefix == "" || strings.ContainsAny(m.Prefix, "_+") {
+			if _, dup := f.byPrefix[m.Prefix]; dup || strings.ContainsAny(m.Prefix, "_+") {
 				// Validated at load; a prefix that slips through
 				// resolves nothing rather than either member.
 				f.byPrefix[m.Prefix] = nil
@@ -311,25 +313,38 @@ func newFederations(servers []Server) map[string]*federation {
 	return out
 }
 
-// split returns the member whose prefix starts exposed (up to the first
-// sep) and the rest after sep; ok is false when no member has that prefix.
+// split returns the member that exposed resolves to and the member's own
+// name: the member whose prefix starts exposed (up to the first sep) and
+// the rest after sep; else the unprefixed member and exposed whole. ok is
+// false when neither exists (or the prefix is held twice).
 func (f *federation) split(exposed string, sep byte) (m *Member, rest string, ok bool) {
-	i := strings.IndexByte(exposed, sep)
+	if i := strings.IndexByte(exposed, sep); i > 0 {
+		if m, known := f.byPrefix[exposed[:i]]; known {
+			return m, exposed[i+1:], m != nil
+		}
+	}
+	m = f.byPrefix[""]
+	return m, exposed, m != nil
+}
+
+// shadowed reports whether a name of the unprefixed member (as the member
+// lists it) starts with another member's prefix and sep: it then resolves
+// to that member (split), so the unprefixed member's is a collision,
+// neither listed nor callable.
+func (f *federation) shadowed(name string, sep byte) bool {
+	i := strings.IndexByte(name, sep)
 	if i <= 0 {
-		return nil, "", false
+		return false
 	}
-	m = f.byPrefix[exposed[:i]]
-	if m == nil {
-		return nil, "", false
-	}
-	return m, exposed[i+1:], true
+	_, known := f.byPrefix[name[:i]]
+	return known
 }
 
 // resolveTool maps the name a client calls a federated tool by to its
-// member upstream and the tool's own name there: the member by prefix,
-// then the member's own exposure (renames). ok is false when the name
-// resolves to no tool name (unknown prefix, a renamed tool called by its
-// own name).
+// member upstream and the tool's own name there: the member by prefix
+// (split), then the member's own exposure (renames). ok is false when the
+// name resolves to no tool name (unknown prefix, a renamed tool called by
+// its own name).
 func (f *federation) resolveTool(e exposure, exposed string) (upstream, original string, ok bool) {
 	if len(exposed) > maxToolName {
 		return "", "", false // never listed (writeListedTools)
@@ -369,19 +384,26 @@ func (f *federation) resolveURI(exposed string) (upstream, original string, ok b
 const maxToolName = 128
 
 // exposedTool is the name clients of a federated route see of a member's
-// tool or prompt (name as the member's exposure shows it).
+// tool or prompt (name as the member's exposure shows it); the
+// unprefixed member's (prefix "") as it is.
 func exposedTool(prefix, name string) string {
+	if prefix == "" {
+		return name
+	}
 	return prefix + string(federationSeparator) + name
 }
 
 // exposedURI is the URI clients of a federated route see of a member's
 // resource URI or URI template.
 func exposedURI(prefix, uri string) string {
+	if prefix == "" {
+		return uri
+	}
 	return prefix + string(federationURISeparator) + uri
 }
 
 // prefixOf returns the prefix of member upstream, "" when upstream is not
-// a member.
+// a member or is the unprefixed one (has tells them apart).
 func (f *federation) prefixOf(upstream string) string {
 	for i := range f.members {
 		if f.members[i].Upstream == upstream {
@@ -389,4 +411,9 @@ func (f *federation) prefixOf(upstream string) string {
 		}
 	}
 	return ""
+}
+
+// has reports whether upstream is a member.
+func (f *federation) has(upstream string) bool {
+	return slices.ContainsFunc(f.members, func(m Member) bool { return m.Upstream == upstream })
 }

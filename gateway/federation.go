@@ -340,8 +340,9 @@ func (p *Pipeline) unknownTool(ctx context.Context, x *Exchange) policy.Reason {
 		mx.input.Tool = nil
 		_, visible, _ := p.visibleTools(ctx, mx, tools)
 		for i := range tools {
-			if visible[tools[i].Name] && !p.exposure.shadowed(m.Upstream, tools[i].Name) {
-				names = append(names, exposedTool(m.Prefix, p.exposure.exposedName(m.Upstream, tools[i].Name)))
+			own := p.exposure.exposedName(m.Upstream, tools[i].Name)
+			if visible[tools[i].Name] && !p.exposure.shadowed(m.Upstream, tools[i].Name) && (m.Prefix != "" || !x.fed.shadowed(own, federationSeparator)) {
+				names = append(names, exposedTool(m.Prefix, own))
 			}
 		}
 	}
@@ -399,6 +400,23 @@ func editDistance(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// hiddenByPrefix reports whether name, a tool, prompt or resource URI
+// (kind) of f's unprefixed member upstream, starts with another member's
+// prefix and sep (federation.shadowed): a collision, neither listed nor
+// callable, said once in the log.
+func (p *Pipeline) hiddenByPrefix(ctx context.Context, f *federation, upstream, kind, name string, sep byte) bool {
+	if !f.shadowed(name, sep) {
+		return false
+	}
+	if _, told := p.schemas.told.LoadOrStore(hiddenKey{upstream, kind, name}, true); !told {
+		p.log.LogAttrs(ctx, slog.LevelWarn, "a name of the unprefixed member starts with another member's prefix: it resolves to that member, so the unprefixed member's is neither listed nor callable",
+			slog.String("server", f.name), slog.String("upstream", upstream), slog.String("kind", kind), slog.String("name", name))
+	}
+	return true
+}
+
+type hiddenKey struct{ upstream, kind, name string }
 
 // memberPrefix is the prefix of the member the exchange resolved to, ""
 // off a federated route.
@@ -484,9 +502,12 @@ func (p *Pipeline) federatedList(ctx context.Context, x *Exchange, kind string) 
 		for _, it := range kept {
 			var own string
 			if v, ok, _ := member(it, key); ok && json.Unmarshal(v, &own) == nil {
-				exposed := exposedTool(m.Prefix, own)
+				exposed, sep := exposedTool(m.Prefix, own), byte(federationSeparator)
 				if key != "name" {
-					exposed = exposedURI(m.Prefix, own)
+					exposed, sep = exposedURI(m.Prefix, own), federationURISeparator
+				}
+				if m.Prefix == "" && p.hiddenByPrefix(ctx, x.fed, m.Upstream, kind, own, sep) {
+					continue
 				}
 				q, _ := jsontext.AppendQuote(nil, exposed)
 				if renamed, err := withMember(it, key, q); err == nil {
@@ -556,8 +577,9 @@ func (x *Exchange) visibleItems(ctx context.Context, kind string, items []jsonte
 // server/discover (2026-07-28) on a federated route: mcpgate speaks for
 // the server, with the union of its members' capabilities.
 func (p *Pipeline) federatedDiscover(ctx context.Context, x *Exchange) *Local {
-	// mcpgate announces the server's tools/list_changed itself, on
-	// subscriptions/listen and GET streams (listchanged.go).
+	// mcpgate announces the server's tools/, prompts/ and
+	// resources/list_changed itself, on subscriptions/listen and GET
+	// streams (listchanged.go): it answers those lists.
 	caps := map[string]map[string]any{"tools": {"listChanged": true}}
 	for _, m := range x.fed.members {
 		if p.opts.Members == nil {
@@ -571,12 +593,14 @@ func (p *Pipeline) federatedDiscover(ctx context.Context, x *Exchange) *Local {
 		if json.Unmarshal(raw, &c) != nil {
 			continue
 		}
-		// A member's capability, without listChanged and subscribe:
-		// mcpgate announces only the tools' changes, and resource
-		// subscriptions are not federated.
+		// A member's capability, without subscribe (resource
+		// subscriptions are not federated); listChanged is mcpgate's.
 		for _, k := range []string{"prompts", "resources", "logging"} {
 			if _, has := c[k]; has {
 				caps[k] = map[string]any{}
+				if k != "logging" {
+					caps[k]["listChanged"] = true
+				}
 			}
 		}
 	}
@@ -607,8 +631,12 @@ func (p *Pipeline) federatedDiscover(ctx context.Context, x *Exchange) *Local {
 // or is down: a tool error (JSON-RPC error for other methods) with code
 // upstream_unavailable; the other members keep answering.
 func memberUnavailable(x *Exchange) *Local {
+	behind := "prefix " + quote(x.fed.prefixOf(x.member))
+	if x.fed.prefixOf(x.member) == "" {
+		behind = "the names without prefix"
+	}
 	reason := policy.Reason{Code: "upstream_unavailable",
-		Cause: "The server behind prefix " + quote(x.fed.prefixOf(x.member)) + " is not available right now.",
+		Cause: "The server behind " + behind + " is not available right now.",
 		Fix:   "Retry in a few seconds; the other tools of this endpoint keep working."}
 	if x.msg == nil || x.msg.Kind != mcp.KindRequest {
 		// A GET stream or a client's answer: no request to answer.

@@ -66,6 +66,63 @@ func TestFederationResolve(t *testing.T) {
 	}
 }
 
+// withUnprefixed is testServer with an unprefixed member.
+var withUnprefixed = Server{Name: "mixed", Members: []Member{{"crm", "crm"}, {"everything", ""}, {"wiki", "wiki-2"}}}
+
+// TestFederationResolveUnprefixed: a name is the unprefixed member's
+// unless it starts with another member's prefix and separator; the
+// unprefixed member's names that do are shadowed (hidden).
+func TestFederationResolveUnprefixed(t *testing.T) {
+	f := newFederations([]Server{withUnprefixed})["mixed"]
+	for _, tc := range []struct {
+		name, exposed, upstream, original string
+		ok, shadowed                      bool
+	}{
+		{"a prefixed member's name", "crm_find", "crm", "find", true, true},
+		{"a name without separator", "echo", "everything", "echo", true, false},
+		{"a name with an unknown prefix", "test_simple_text", "everything", "test_simple_text", true, false},
+		{"a prefix's start is no prefix", "wiki_search", "everything", "wiki_search", true, false},
+		{"a dashed prefix", "wiki-2_search", "wiki", "search", true, true},
+		{"a leading separator", "_x", "everything", "_x", true, false},
+		{"the prefix alone", "crm", "everything", "crm", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up, orig, ok := f.resolveTool(nil, tc.exposed)
+			if ok != tc.ok || up != tc.upstream || orig != tc.original {
+				t.Errorf("resolveTool(%q) = %q, %q, %v; want %q, %q, %v", tc.exposed, up, orig, ok, tc.upstream, tc.original, tc.ok)
+			}
+			if got := f.shadowed(tc.exposed, federationSeparator); got != tc.shadowed {
+				t.Errorf("shadowed(%q) = %v", tc.exposed, got)
+			}
+		})
+	}
+	for _, tc := range []struct{ exposed, upstream, original string }{
+		{"crm+file:///a", "crm", "file:///a"},
+		{"file:///a", "everything", "file:///a"},
+		{"test://static/resource/1", "everything", "test://static/resource/1"},
+		{"git+ssh://host/repo", "everything", "git+ssh://host/repo"},
+		{"crm_file:///a", "everything", "crm_file:///a"},
+	} {
+		if up, orig, ok := f.resolveURI(tc.exposed); !ok || up != tc.upstream || orig != tc.original {
+			t.Errorf("resolveURI(%q) = %q, %q, %v", tc.exposed, up, orig, ok)
+		}
+	}
+	if up, orig, ok := f.resolvePrompt("test_simple_prompt"); !ok || up != "everything" || orig != "test_simple_prompt" {
+		t.Errorf("resolvePrompt = %q, %q, %v", up, orig, ok)
+	}
+	if !f.has("everything") || f.has("nobody") || f.prefixOf("everything") != "" {
+		t.Error("has/prefixOf of the unprefixed member")
+	}
+	// Two unprefixed members (validation refuses them): neither resolves.
+	two := newFederations([]Server{{Name: "s", Members: []Member{{"a", ""}, {"b", ""}, {"c", "c"}}}})["s"]
+	if up, _, ok := two.resolveTool(nil, "echo"); ok {
+		t.Errorf("two unprefixed members: echo resolved to %q", up)
+	}
+	if up, _, ok := two.resolveTool(nil, "c_echo"); !ok || up != "c" {
+		t.Errorf("two unprefixed members: c_echo resolved to %q, %v", up, ok)
+	}
+}
+
 // TestFederationDuplicatePrefix: a prefix that slips past validation twice
 // resolves to neither member.
 func TestFederationDuplicatePrefix(t *testing.T) {
@@ -123,6 +180,32 @@ func FuzzFederationResolve(f *testing.F) {
 		}
 		if up, _, ok := fed.resolveTool(nil, s); ok && !strings.HasPrefix(s, fed.prefixOf(up)+"_") {
 			t.Fatalf("%q resolved to %s without its prefix", s, up)
+		}
+		// With an unprefixed member: a name resolves to it exactly when
+		// it is not shadowed, and every name resolves to one member.
+		mixed := newFederations([]Server{withUnprefixed})["mixed"]
+		for _, sep := range []byte{federationSeparator, federationURISeparator} {
+			resolve := mixed.resolveTool
+			if sep == federationURISeparator {
+				resolve = func(_ exposure, n string) (string, string, bool) { return mixed.resolveURI(n) }
+			}
+			up, orig, ok := resolve(nil, s)
+			if !ok {
+				if len(s) <= maxToolName && s != "" && !strings.HasSuffix(s, string(sep)) {
+					t.Fatalf("%q (sep %q) resolved to no member", s, sep)
+				}
+				continue
+			}
+			if (up == "everything") == mixed.shadowed(s, sep) {
+				t.Fatalf("%q (sep %q) resolved to %s, shadowed %v", s, sep, up, mixed.shadowed(s, sep))
+			}
+			exposed := exposedTool(mixed.prefixOf(up), orig)
+			if sep == federationURISeparator {
+				exposed = exposedURI(mixed.prefixOf(up), orig)
+			}
+			if exposed != s {
+				t.Fatalf("%q resolved to %q, %q, which is exposed as %q", s, up, orig, exposed)
+			}
 		}
 	})
 }

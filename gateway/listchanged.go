@@ -56,8 +56,8 @@ import (
 // own is dropped when the last event was the upstream's, and the
 // upstream's is dropped when the last event was mcpgate's.
 
-// MetricListChangedSent counts the notifications/tools/list_changed
-// mcpgate sent on clients' notification streams, by transport.
+// MetricListChangedSent counts the list_changed notifications mcpgate
+// sent on clients' notification streams, by transport.
 const MetricListChangedSent = "mcpgate_list_changed_sent_total" // counter{transport}
 
 // DefaultListChangedCheck is how often WatchToolLists rechecks every
@@ -67,7 +67,7 @@ const DefaultListChangedCheck = 10 * time.Second
 func newListChangedMetrics(reg prometheus.Registerer) *prometheus.CounterVec {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: MetricListChangedSent,
-		Help: "notifications/tools/list_changed mcpgate sent on clients' notification streams (subscriptions/listen, older revisions' GET streams) because the tools their principal sees changed, by transport (proxy, extproc).",
+		Help: "notifications/tools/list_changed (on virtual servers also prompts/ and resources/list_changed) mcpgate sent on clients' notification streams (subscriptions/listen, older revisions' GET streams) because what their principal is listed changed, by transport (proxy, extproc).",
 	}, []string{"transport"})
 	c.WithLabelValues(TransportProxy)
 	c.WithLabelValues(TransportExtProc)
@@ -80,6 +80,27 @@ func (m *Metrics) listChangedSent(transport string) {
 		return
 	}
 	m.listChanged.WithLabelValues(transport).Inc()
+}
+
+// watchedList is a list whose changes mcpgate announces on a watched
+// stream: tools on every route with the catalog; prompts and resources
+// (with templates) on a federated route, whose lists mcpgate answers.
+type watchedList struct {
+	method string // the notification
+	filter string // the subscriptions/listen filter asking for it
+}
+
+const (
+	listTools = iota
+	listPrompts
+	listResources
+	nLists
+)
+
+var watchedLists = [nLists]watchedList{
+	listTools:     {methodToolsListChanged, "toolsListChanged"},
+	listPrompts:   {"notifications/prompts/list_changed", "promptsListChanged"},
+	listResources: {"notifications/resources/list_changed", "resourcesListChanged"},
 }
 
 const (
@@ -111,12 +132,15 @@ type listStream struct {
 	subID jsontext.Value // the subscriptions/listen request's id; nil for a GET stream
 	wake  chan struct{}  // signalled (capacity 1) when an announcement is pending
 
+	// watch says which lists (watchedLists) are announced on the stream.
+	watch [nLists]bool
+
 	mu       sync.Mutex
-	acked    bool   // the subscription's acknowledgement was relayed (GET streams: true)
-	baseline string // fingerprint of the tools last announced or listed
-	pending  bool   // an announcement waits to be sent
-	lastLC   bool   // the last event relayed was a tools/list_changed
-	checking bool   // a recheck runs
+	acked    bool           // the subscription's acknowledgement was relayed (GET streams: true)
+	baseline [nLists]string // fingerprint of each list last announced or listed
+	pending  [nLists]bool   // an announcement waits to be sent
+	lastLC   [nLists]bool   // the last event relayed was this list's list_changed
+	checking bool           // a recheck runs
 }
 
 func (h *listHub) add(s *listStream) {
@@ -139,7 +163,7 @@ func (h *listHub) snapshot(upstream string) []*listStream {
 	defer h.mu.Unlock()
 	out := make([]*listStream, 0, len(h.streams))
 	for s := range h.streams {
-		if upstream == "" || s.x.req.Upstream == upstream || (s.x.fed != nil && s.x.fed.prefixOf(upstream) != "") {
+		if upstream == "" || s.x.req.Upstream == upstream || (s.x.fed != nil && s.x.fed.has(upstream)) {
 			out = append(out, s)
 		}
 	}
@@ -254,15 +278,16 @@ func (p *Pipeline) recheck(s *listStream) {
 		}
 		pr = *fresh
 	}
-	fp, ok := p.toolsFingerprint(ctx, s.x, pr)
+	fps, ok := p.listFingerprints(ctx, s.x, pr, s.watch)
 	if !ok {
 		return
 	}
+	changed := false
 	s.mu.Lock()
-	changed := fp != s.baseline
-	if changed {
-		s.baseline = fp
-		s.pending = true
+	for k := range fps {
+		if s.watch[k] && fps[k] != s.baseline[k] {
+			s.baseline[k], s.pending[k], changed = fps[k], true, true
+		}
 	}
 	s.mu.Unlock()
 	if changed {
@@ -271,6 +296,66 @@ func (p *Pipeline) recheck(s *listStream) {
 		default:
 		}
 	}
+}
+
+// listFingerprints are the fingerprints of the lists watch names that
+// principal pr would get on the stream's route now (toolsFingerprint,
+// itemsFingerprint). ok is false when the tools' cannot be computed.
+func (p *Pipeline) listFingerprints(ctx context.Context, sx *Exchange, pr policy.Principal, watch [nLists]bool) (fps [nLists]string, ok bool) {
+	if fps[listTools], ok = p.toolsFingerprint(ctx, sx, pr); !ok {
+		return fps, false
+	}
+	for _, k := range []int{listPrompts, listResources} {
+		if watch[k] {
+			fps[k] = p.itemsFingerprint(ctx, sx, pr, k)
+		}
+	}
+	return fps, true
+}
+
+// itemsFingerprint is a digest of the prompts (kind listPrompts) or
+// resources and resource templates (listResources) a federated route
+// lists principal pr now: each member's items the policy shows, as the
+// member lists them (federatedList); a member that cannot be listed
+// counts as an empty list.
+func (p *Pipeline) itemsFingerprint(ctx context.Context, sx *Exchange, pr policy.Principal, kind int) string {
+	lists := []string{"prompts"}
+	if kind == listResources {
+		lists = []string{"resources", "resourceTemplates"}
+	}
+	h := sha256.New()
+	for _, list := range lists {
+		method := "prompts/list"
+		if list == "resources" {
+			method = "resources/list"
+		} else if list == "resourceTemplates" {
+			method = "resources/templates/list"
+		}
+		rx := &Exchange{ctx: ctx, p: p, req: sx.routeRequest(), version: sx.version, label: method,
+			msg: &mcp.Message{Kind: mcp.KindRequest, Method: method}}
+		rx.input.Transport = sx.input.Transport
+		rx.input.Message = policy.Message{Kind: "request", Method: method, Client: sx.input.Message.Client}
+		rx.input.Principal = pr
+		for _, m := range sx.fed.members {
+			h.Write([]byte{1})
+			if p.opts.Members == nil {
+				continue
+			}
+			items, err := p.opts.Members.Items(ctx, m.Upstream, list)
+			if err != nil {
+				continue
+			}
+			kept, err := rx.forMember(m.Upstream).visibleItems(ctx, list, items)
+			if err != nil {
+				continue
+			}
+			for _, it := range kept {
+				h.Write([]byte{0})
+				h.Write(it)
+			}
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // toolsFingerprint is a digest of the tools/list answer principal pr
@@ -388,27 +473,41 @@ func (p *Pipeline) openListStream(ctx context.Context, x *Exchange) *listStream 
 		return nil
 	}
 	s := &listStream{x: x, wake: make(chan struct{}, 1)}
+	kinds := listTools + 1 // the lists mcpgate answers on this route
+	if x.fed != nil {
+		kinds = nLists
+	}
 	if x.msg != nil && x.msg.Method == "subscriptions/listen" {
 		var params struct {
-			Notifications struct {
-				ToolsListChanged bool `json:"toolsListChanged"`
-			} `json:"notifications"`
+			Notifications map[string]any `json:"notifications"`
 		}
-		if err := json.Unmarshal(x.msg.Params, &params, json.RejectUnknownMembers(false)); err != nil || !params.Notifications.ToolsListChanged {
-			return nil // the client did not opt in: MCP forbids sending it
+		if err := json.Unmarshal(x.msg.Params, &params, json.RejectUnknownMembers(false)); err != nil {
+			return nil
+		}
+		asked := false
+		for k := range kinds {
+			// Only what the client opted in to: MCP forbids the rest.
+			s.watch[k] = params.Notifications[watchedLists[k].filter] == true
+			asked = asked || s.watch[k]
+		}
+		if !asked {
+			return nil
 		}
 		s.subID = x.msg.ID
 	} else {
+		for k := range kinds {
+			s.watch[k] = true
+		}
 		s.acked = true
 	}
-	fp, ok := p.toolsFingerprint(ctx, x, x.input.Principal)
+	fps, ok := p.listFingerprints(ctx, x, x.input.Principal, s.watch)
 	if !ok {
 		return nil
 	}
-	s.baseline = fp
-	if c := x.input.Principal.Connection; c != "" {
-		if last, ok := p.lists.lastListed(listedKey{c, x.routeRequest().Upstream}); ok && last != fp {
-			s.pending = true
+	s.baseline = fps
+	if c := x.input.Principal.Connection; c != "" && s.watch[listTools] {
+		if last, ok := p.lists.lastListed(listedKey{c, x.routeRequest().Upstream}); ok && last != fps[listTools] {
+			s.pending[listTools] = true
 		}
 	}
 	p.lists.add(s)
@@ -424,54 +523,68 @@ func (p *Pipeline) closeListStream(x *Exchange) {
 }
 
 // observe notes an event the rewriter relays on a watched stream:
-// the subscription's acknowledgement (rewritten to include
-// toolsListChanged when the upstream left it out: mcpgate answers
-// tools/list and honours it), and list_changed notifications. It returns
-// the data to relay instead (nil: unchanged) and whether to drop the event
-// (a list_changed right after another).
+// the subscription's acknowledgement (rewritten to include the watched
+// lists' filters when the upstream left them out: mcpgate answers those
+// lists and honours them), and list_changed notifications of the watched
+// lists. It returns the data to relay instead (nil: unchanged) and
+// whether to drop the event (a list_changed right after the same).
 func (s *listStream) observe(data []byte) (out []byte, drop bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	isLC := bytes.Contains(data, []byte(methodToolsListChanged))
-	isAck := !isLC && bytes.Contains(data, []byte(methodSubscriptionsAck))
-	if !isLC && !isAck {
-		s.lastLC = false
+	kind := -1
+	for k, w := range watchedLists {
+		if s.watch[k] && bytes.Contains(data, []byte(w.method)) {
+			kind = k
+			break
+		}
+	}
+	isAck := kind < 0 && bytes.Contains(data, []byte(methodSubscriptionsAck))
+	last := s.lastLC
+	s.lastLC = [nLists]bool{}
+	if kind < 0 && !isAck {
 		return nil, false
 	}
 	msg, perr := mcp.Parse(data, s.x.p.opts.MaxJSONDepth)
 	if perr != nil || msg.Kind != mcp.KindNotification {
-		s.lastLC = false
 		return nil, false
 	}
-	switch msg.Method {
-	case methodToolsListChanged:
-		if s.lastLC {
+	switch {
+	case kind >= 0 && msg.Method == watchedLists[kind].method:
+		if last[kind] {
+			s.lastLC = last
 			return nil, true
 		}
-		s.lastLC, s.pending = true, false
+		s.lastLC[kind], s.pending[kind] = true, false
 		return nil, false
-	case methodSubscriptionsAck:
+	case msg.Method == methodSubscriptionsAck:
 		s.acked = true
-		s.lastLC = false
-		return ackWithTools(data, msg), false
+		return ackWithLists(data, msg, s.watch), false
 	}
-	s.lastLC = false
 	return nil, false
 }
 
-// ackWithTools returns the acknowledgement with notifications
-// .toolsListChanged set true, nil when it already is or cannot be
-// rewritten (then relayed as it is).
-func ackWithTools(body []byte, msg *mcp.Message) []byte {
+// ackWithLists returns the acknowledgement with the filters of the
+// watched lists (notifications.toolsListChanged, …) set true, nil when
+// they already are or it cannot be rewritten (then relayed as it is).
+func ackWithLists(body []byte, msg *mcp.Message, watch [nLists]bool) []byte {
 	notes, ok, err := member(msg.Params, "notifications")
 	if err != nil || !ok || notes.Kind() != '{' {
 		return nil
 	}
-	if v, ok, _ := member(notes, "toolsListChanged"); ok && string(v) == "true" {
-		return nil
+	changed := false
+	for k, w := range watchedLists {
+		if !watch[k] {
+			continue
+		}
+		if v, ok, _ := member(notes, w.filter); ok && string(v) == "true" {
+			continue
+		}
+		if notes, err = withMember(notes, w.filter, jsontext.Value("true")); err != nil {
+			return nil
+		}
+		changed = true
 	}
-	notes, err = withMember(notes, "toolsListChanged", jsontext.Value("true"))
-	if err != nil {
+	if !changed {
 		return nil
 	}
 	params, err := withMember(msg.Params, "notifications", notes)
@@ -485,23 +598,32 @@ func ackWithTools(body []byte, msg *mcp.Message) []byte {
 	return out
 }
 
-// announcement returns the SSE event to send now, nil when none is due.
-func (s *listStream) announcement() []byte {
+// announcements returns the SSE events to send now (one per list whose
+// change is due), nil when none is due.
+func (s *listStream) announcements() [][]byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.pending || !s.acked {
+	if !s.acked {
 		return nil
 	}
-	s.pending = false
-	if s.lastLC {
-		return nil // the upstream's own came right before
+	var out [][]byte
+	for k, w := range watchedLists {
+		if !s.pending[k] {
+			continue
+		}
+		s.pending[k] = false
+		if s.lastLC[k] {
+			continue // the upstream's own came right before
+		}
+		data := []byte(`{"jsonrpc":"2.0","method":"` + w.method + `"}`)
+		if s.subID != nil {
+			data = []byte(`{"jsonrpc":"2.0","method":"` + w.method + `","params":{"_meta":{"` + subscriptionIDKey + `":` + string(s.subID) + `}}}`)
+		}
+		out = append(out, sse.AppendEvent(nil, sse.Event{Type: "message", HasData: true, Data: data}))
+		s.lastLC = [nLists]bool{}
+		s.lastLC[k] = true
 	}
-	s.lastLC = true
-	data := []byte(`{"jsonrpc":"2.0","method":"` + methodToolsListChanged + `"}`)
-	if s.subID != nil {
-		data = []byte(`{"jsonrpc":"2.0","method":"` + methodToolsListChanged + `","params":{"_meta":{"` + subscriptionIDKey + `":` + string(s.subID) + `}}}`)
-	}
-	return sse.AppendEvent(nil, sse.Event{Type: "message", HasData: true, Data: data})
+	return out
 }
 
 // Wake returns a channel that is signalled when the rewriter has an
@@ -522,11 +644,12 @@ func (w *EventRewriter) Pending(emit func([]byte) error) error {
 	if w.ls == nil || w.failed {
 		return nil
 	}
-	ev := w.ls.announcement()
-	if ev == nil {
-		return nil
+	for _, ev := range w.ls.announcements() {
+		w.x.p.m.listChangedSent(w.x.req.Transport)
+		w.x.p.log.LogAttrs(w.ctx, slog.LevelDebug, "announced a list change", slog.String("upstream", w.x.req.Upstream))
+		if err := emit(ev); err != nil {
+			return err
+		}
 	}
-	w.x.p.m.listChangedSent(w.x.req.Transport)
-	w.x.p.log.LogAttrs(w.ctx, slog.LevelDebug, "announced notifications/tools/list_changed", slog.String("upstream", w.x.req.Upstream))
-	return emit(ev)
+	return nil
 }

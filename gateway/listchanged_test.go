@@ -1,11 +1,14 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/gatewaytest"
@@ -200,5 +203,96 @@ func TestListChangedOnOlderGETStream(t *testing.T) {
 	waitWake(t, w)
 	if got := relay(t, w, ""); got != "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n" {
 		t.Errorf("announcement %q", got)
+	}
+}
+
+// mutableMembers lists members' prompts and resources, changed by the
+// test while streams are open. A test double for internal/app's member
+// lister, which the e2e tests run against real servers.
+type mutableMembers struct {
+	mu    sync.Mutex
+	items map[string][]jsontext.Value // "<upstream> <kind>" → items
+}
+
+func (m *mutableMembers) Items(_ context.Context, upstream, kind string) ([]jsontext.Value, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.items[upstream+" "+kind], nil
+}
+
+func (m *mutableMembers) Capabilities(context.Context, string) (jsontext.Value, bool) {
+	return jsontext.Value(`{"prompts":{},"resources":{}}`), true
+}
+
+func (m *mutableMembers) set(upstream, kind string, items ...string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var v []jsontext.Value
+	for _, it := range items {
+		v = append(v, jsontext.Value(it))
+	}
+	m.items[upstream+" "+kind] = v
+}
+
+// TestListChangedFederatedPromptsAndResources: on a federated route
+// mcpgate answers prompts/list and resources/list, so it announces their
+// changes on the streams that asked (and only those), as it does the
+// tools'; initialize and server/discover offer listChanged for them.
+func TestListChangedFederatedPromptsAndResources(t *testing.T) {
+	members := &mutableMembers{items: map[string][]jsontext.Value{}}
+	members.set("m0", "prompts", `{"name":"greet"}`)
+	members.set("m1", "resources", `{"uri":"file:///a","name":"a"}`)
+	p := federatedPipeline(t, 2, 1, gatewaytest.With(gateway.Options{Members: members}))
+	ctx := context.Background()
+	listen := func(filter string) (*gateway.Exchange, *gateway.EventRewriter) {
+		body := `{"jsonrpc":"2.0","id":"L1","method":"subscriptions/listen","params":{"notifications":` + filter + `,` + meta26 + `}}`
+		x, v := p.HandleRequest(ctx, federatedRequest("subscriptions/listen", "", []byte(body)))
+		if v.Local != nil {
+			t.Fatalf("listen refused: %s", v.Local.Body)
+		}
+		if mode, err := x.ResponseHeaders(200, mcp.Header{"content-type": {"text/event-stream"}}); err != nil || mode != gateway.StreamSSE {
+			t.Fatalf("mode %v %v", mode, err)
+		}
+		return x, x.NewEventRewriter(ctx)
+	}
+	both, wb := listen(`{"promptsListChanged":true,"resourcesListChanged":true}`)
+	defer both.Finish()
+	tools, wt := listen(`{"toolsListChanged":true}`)
+	defer tools.Finish()
+
+	if got := relay(t, wb, ackEvent); !strings.Contains(got, `"promptsListChanged":true`) || !strings.Contains(got, `"resourcesListChanged":true`) || strings.Contains(got, "toolsListChanged") {
+		t.Fatalf("ack: %q", got)
+	}
+	if got := relay(t, wt, ackEvent); strings.Contains(got, "promptsListChanged") {
+		t.Fatalf("ack of a tools-only stream: %q", got)
+	}
+
+	members.set("m0", "prompts", `{"name":"greet"}`, `{"name":"bye"}`)
+	p.ToolsChanged("")
+	waitWake(t, wb)
+	got := relay(t, wb, "")
+	if !strings.Contains(got, `"method":"notifications/prompts/list_changed"`) || strings.Contains(got, "resources/list_changed") {
+		t.Fatalf("after a prompt change: %q", got)
+	}
+	members.set("m1", "resources", `{"uri":"file:///b","name":"b"}`)
+	p.ToolsChanged("")
+	waitWake(t, wb)
+	if got := relay(t, wb, ""); !strings.Contains(got, `"method":"notifications/resources/list_changed"`) || !strings.Contains(got, `"io.modelcontextprotocol/subscriptionId":"L1"`) {
+		t.Fatalf("after a resource change: %q", got)
+	}
+	// The member's own prompts/list_changed right after is not relayed
+	// twice back to back; other events pass.
+	memberLC := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/list_changed\"}\n\n"
+	if got := relay(t, wb, memberLC); got != "" {
+		t.Errorf("duplicate relayed: %q", got)
+	}
+	// The tools-only stream heard of none of it.
+	if got := relay(t, wt, ""); got != "" {
+		t.Errorf("tools-only stream got %q", got)
+	}
+
+	_, v := p.HandleRequest(ctx, federatedRequest("server/discover", "", []byte(`{"jsonrpc":"2.0","id":2,"method":"server/discover","params":{`+meta26+`}}`)))
+	if v.Local == nil || !bytes.Contains(v.Local.Body, []byte(`"prompts":{"listChanged":true}`)) || !bytes.Contains(v.Local.Body, []byte(`"resources":{"listChanged":true}`)) {
+		t.Errorf("server/discover: %+v", v.Local)
 	}
 }

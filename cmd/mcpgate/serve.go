@@ -271,6 +271,9 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if len(problems) > 0 {
 		return fmt.Errorf("%s is not valid:\n%w", *cfgPath, errors.Join(problems...))
 	}
+	for _, w := range cfg.FederationWarnings() {
+		fmt.Fprintf(stderr, "warning: %s\n", w)
+	}
 	fmt.Fprintf(stdout, "%s: ok\n", *cfgPath)
 	return nil
 }

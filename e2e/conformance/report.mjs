@@ -180,7 +180,8 @@ const MODES = {
   B: { requirements: '2025-11-25', upstream: 'everything-server -stateless=false' },
   'A/stdio': { requirements: '2026-07-28', upstream: 'everything-server over stdio (mcpgate starts it)' },
   'B/stdio': { requirements: '2025-11-25', upstream: 'everything-server over stdio (mcpgate starts it)' },
-  F: { requirements: '2026-07-28', upstream: 'everything-server -stateless=true, sole member (prefix ev) of a virtual server' },
+  F: { requirements: '2026-07-28', upstream: 'everything-server -stateless=true, sole member (unprefixed) of a virtual server' },
+  G: { requirements: '2026-07-28', upstream: 'as F, with a second everything-server as member "two"' },
 };
 
 function frac(c) {

@@ -10,17 +10,17 @@
 #   A  --requirements 2026-07-28  against everything-server -stateless=true
 #   B  --requirements 2025-11-25  against everything-server -stateless=false
 #   F  --requirements 2026-07-28  against everything-server -stateless=true as
-#      the single member (prefix ev) of a virtual server (servers:) with
-#      the catalog on; the suite calls the server's own tool and prompt
-#      names, which the route exposes as ev_<name>, so scenarios that call
-#      a named tool, prompt or resource are expected to differ. Not in
-#      the default modes.
+#      the single member of a virtual server (servers:), unprefixed (its
+#      names and URIs as it lists them), with the catalog on.
+#   G  as F, with a second everything-server as a second member under
+#      prefix "two": the lists hold both members' items, every call the
+#      suite makes goes to the unprefixed member.
 #
 # Environment (all optional):
 #   MCPGATE_BIN            mcpgate binary; unset = direct runs only
 #   MCPGATE_POLICY         policy dir (default <repo>/rego/examples/transparent)
 #   MCPGATE_EXTRA_ARGS     extra arguments appended to `mcpgate serve`
-#   CONFORMANCE_MODES      modes to run (default "A B")
+#   CONFORMANCE_MODES      modes to run (default "A B F G")
 #   CONFORMANCE_STDIO=0    skip the runs through mcpgate over stdio
 #   UPSTREAM_PORT, GATEWAY_PORT, ADMIN_PORT
 #                          fixed ports (default: random free ports)
@@ -41,7 +41,7 @@ REPO=$(cd "$HERE/../.." && pwd)
 WORK="$HERE/results"
 RESULTS_TXT="$HERE/results.txt"
 
-MODES=${CONFORMANCE_MODES:-A B}
+MODES=${CONFORMANCE_MODES:-A B F G}
 MCP_PATH=${MCP_PATH:-/mcp}
 MCPGATE_PATH=${MCPGATE_PATH:-$MCP_PATH}
 MCPGATE_POLICY=${MCPGATE_POLICY:-$REPO/rego/examples/transparent}
@@ -200,7 +200,13 @@ run_gateway() {
   free_port "${ADMIN_PORT:-}"; aport=$PORT
   local args
   if [[ $1 == --federated ]]; then
-    # Mode F: the upstream is the sole member of a virtual server.
+    # Modes F and G: the upstream is the unprefixed member of a virtual
+    # server; G's second upstream ($3) a member with prefix "two".
+    local second="" member2=""
+    if [[ -n ${3:-} ]]; then
+      second="  - {name: two, url: \"$3\"}"
+      member2=", {upstream: two, prefix: two}"
+    fi
     cat >"$dir/federation.yaml" <<EOF
 listeners:
   proxy: {address: "127.0.0.1:$gport"}
@@ -208,8 +214,9 @@ listeners:
 policy: {dirs: ["$MCPGATE_POLICY"]}
 upstreams:
   - {name: everything, url: "$2"}
+$second
 servers:
-  - {name: conformance, route: "$MCPGATE_PATH", members: [{upstream: everything, prefix: ev}]}
+  - {name: conformance, route: "$MCPGATE_PATH", members: [{upstream: everything, unprefixed: true}$member2]}
 EOF
     args=(--config "$dir/federation.yaml")
   else
@@ -256,8 +263,8 @@ for mode in $MODES; do
   case $mode in
     A) reqs=2026-07-28 stateless=true ;;
     B) reqs=2025-11-25 stateless=false ;;
-    F) reqs=2026-07-28 stateless=true ;;
-    *) die "unknown mode $mode (A, B or F)" ;;
+    F|G) reqs=2026-07-28 stateless=true ;;
+    *) die "unknown mode $mode (A, B, F or G)" ;;
   esac
   mdir="$WORK/$mode"
   mkdir -p "$mdir/direct"
@@ -283,6 +290,13 @@ for mode in $MODES; do
     start_upstream "$mdir/mcpgate" "$stateless"   # fresh upstream: no state carried over
     if [[ $mode == F ]]; then
       run_gateway "$mdir/mcpgate" "$reqs" --federated "$UP_URL"
+    elif [[ $mode == G ]]; then
+      first_pid=$UP_PID first_url=$UP_URL
+      mkdir -p "$mdir/mcpgate/two"
+      start_upstream "$mdir/mcpgate/two" "$stateless"
+      run_gateway "$mdir/mcpgate" "$reqs" --federated "$first_url" "$UP_URL"
+      stop_proc "$UP_PID"
+      UP_PID=$first_pid
     else
       run_gateway "$mdir/mcpgate" "$reqs" --upstream "$UP_URL"
     fi
@@ -293,7 +307,7 @@ for mode in $MODES; do
   "$NODE" "$HERE/report.mjs" compare "$mode" "$mdir/direct/summary.json" $gw_summary >"$mdir/compare.json"
   tally "$mode" "$mdir/compare.json"
 
-  if [[ -n ${MCPGATE_BIN:-} && ${CONFORMANCE_STDIO:-1} != 0 ]]; then
+  if [[ -n ${MCPGATE_BIN:-} && ${CONFORMANCE_STDIO:-1} != 0 && $mode != [FG] ]]; then
     # The same server over stdio, started by mcpgate; held to the direct
     # HTTP run.
     log "  through mcpgate, the server over stdio"

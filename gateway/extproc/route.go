@@ -90,6 +90,15 @@ func (ex *exchange) routing(set mcp.Header, remove []string) (_ mcp.Header, _ []
 			set = mcp.Header{}
 		}
 		set[gateway.UpstreamHeader] = []string{member}
+		// The verdict removes the header from every forwarded request
+		// (a client's own never reaches an upstream); here it is set,
+		// and only set: the route Envoy chooses must not depend on the
+		// order in which it applies remove_headers and set_headers. The
+		// member's route removes it before the member
+		// (request_headers_to_remove).
+		if slices.Contains(remove, gateway.UpstreamHeader) {
+			remove = slices.DeleteFunc(slices.Clone(remove), func(h string) bool { return h == gateway.UpstreamHeader })
+		}
 		return set, remove, true
 	case sent:
 		if !slices.Contains(remove, gateway.UpstreamHeader) {

@@ -105,6 +105,9 @@ func TestRoutesToMember(t *testing.T) {
 			if got := envoyApply(cr.GetHeaderMutation(), kv...)[gateway.UpstreamHeader]; !slices.Equal(got, tt.want) {
 				t.Errorf("%s after the answer: %q, want %q", gateway.UpstreamHeader, got, tt.want)
 			}
+			if tt.want != nil && slices.Contains(cr.GetHeaderMutation().GetRemoveHeaders(), gateway.UpstreamHeader) {
+				t.Errorf("%s both set and removed: the route would depend on the order Envoy applies them", gateway.UpstreamHeader)
+			}
 		})
 	}
 }

@@ -275,7 +275,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, err
 		MemberSessions:      memberSessionsOf(cfg, log),
 	})
 	if len(cfg.Servers) > 0 {
-		a.federation = newFederationCollector(cfg, cat)
+		a.federation = newFederationCollector(cfg, cat, a.memberLists)
 		a.reg.MustRegister(a.federation)
 		logServers(cfg, log)
 	}

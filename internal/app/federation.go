@@ -21,10 +21,12 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/internal/catalog"
+	"github.com/mcpgate/mcpgate/policy"
 )
 
 // memberItemsTTL is how long a member's prompts, resources and
-// capabilities are reused before they are listed again; a failed listing
+// capabilities are reused before they are listed again (catalog.refresh
+// when shorter: they are listed as often as the tools); a failed listing
 // is retried after memberRetry.
 const (
 	memberItemsTTL = 30 * time.Second
@@ -37,7 +39,7 @@ func federationServers(cfg *config.Config) []gateway.Server {
 	for _, s := range cfg.Servers {
 		g := gateway.Server{Name: s.Name}
 		for _, m := range s.Members {
-			g.Members = append(g.Members, gateway.Member{Upstream: m.Upstream, Prefix: m.Prefix})
+			g.Members = append(g.Members, gateway.Member{Upstream: m.Upstream, Prefix: m.Prefix}) // unprefixed: ""
 		}
 		out = append(out, g)
 	}
@@ -90,6 +92,9 @@ func newMemberLister(cfg *config.Config, ups []catalog.Upstream, log *slog.Logge
 	}
 	l := &memberLister{ups: map[string]catalog.Upstream{}, log: log, by: map[string]*memberEntry{},
 		ttl: memberItemsTTL, retry: memberRetry, stale: memberStale, wait: memberWait}
+	if r := cfg.Catalog.Refresh.D(); r > 0 && r < l.ttl {
+		l.ttl = r
+	}
 	for _, u := range ups {
 		if _, member := cfg.MemberOf(u.Name); member {
 			l.ups[u.Name] = u
@@ -173,6 +178,18 @@ func (l *memberLister) list(upstream string, u catalog.Upstream, e *memberEntry)
 	e.listing = nil
 }
 
+// last is the member's last good listing, nil when none (or l is nil);
+// it never lists.
+func (l *memberLister) last(upstream string) *catalog.Items {
+	if l == nil || l.by[upstream] == nil {
+		return nil
+	}
+	e := l.by[upstream]
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.items
+}
+
 // Items implements gateway.MemberLister.
 func (l *memberLister) Items(ctx context.Context, upstream, kind string) ([]jsontext.Value, error) {
 	it, err := l.get(ctx, upstream)
@@ -230,20 +247,26 @@ func missingText(missing map[string][]string) string {
 	return "federation members not available (their tools are left out): " + strings.Join(parts, "; ")
 }
 
-// federationCollector reports mcpgate_federation_members_ready on scrape.
+// federationCollector reports mcpgate_federation_members_ready and
+// mcpgate_federation_hidden_names on scrape.
 type federationCollector struct {
-	cfg  *config.Config
-	cat  gateway.ToolCatalog
-	desc *prometheus.Desc
+	cfg          *config.Config
+	cat          gateway.ToolCatalog
+	lists        *memberLister // nil in tests without one
+	desc, hidden *prometheus.Desc
 }
 
-func newFederationCollector(cfg *config.Config, cat gateway.ToolCatalog) *federationCollector {
-	return &federationCollector{cfg: cfg, cat: cat, desc: prometheus.NewDesc("mcpgate_federation_members_ready",
-		"Whether a member upstream of a virtual server (servers[]) has its tools listed (1) or is down or not listed yet (0): its tools, prompts and resources are then left out of the server's lists.",
-		[]string{"server", "upstream"}, nil)}
+func newFederationCollector(cfg *config.Config, cat gateway.ToolCatalog, lists *memberLister) *federationCollector {
+	return &federationCollector{cfg: cfg, cat: cat, lists: lists,
+		desc: prometheus.NewDesc("mcpgate_federation_members_ready",
+			"Whether a member upstream of a virtual server (servers[]) has its tools listed (1) or is down or not listed yet (0): its tools, prompts and resources are then left out of the server's lists.",
+			[]string{"server", "upstream"}, nil),
+		hidden: prometheus.NewDesc("mcpgate_federation_hidden_names",
+			"Tools, prompts and resources (kind) of a virtual server's unprefixed member whose names start with another member's prefix, in the latest listings: they resolve to that member, so they are neither listed nor callable.",
+			[]string{"server", "upstream", "kind"}, nil)}
 }
 
-func (c *federationCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func (c *federationCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc; ch <- c.hidden }
 
 func (c *federationCollector) Collect(ch chan<- prometheus.Metric) {
 	missing := membersMissing(c.cfg, c.cat)
@@ -254,8 +277,54 @@ func (c *federationCollector) Collect(ch chan<- prometheus.Metric) {
 				v = 0
 			}
 			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, v, s.Name, m.Upstream)
+			if m.Unprefixed {
+				for kind, n := range c.hiddenNames(s, m.Upstream) {
+					ch <- prometheus.MustNewConstMetric(c.hidden, prometheus.GaugeValue, float64(n), s.Name, m.Upstream, kind)
+				}
+			}
 		}
 	}
+}
+
+// hiddenNames counts, by kind (tool, prompt, resource, resource_template),
+// the names of s's unprefixed member upstream another member's prefix
+// hides (config.Server.ShadowedBy), in the catalog's and the member
+// lister's latest listings.
+func (c *federationCollector) hiddenNames(s config.Server, upstream string) map[string]int {
+	out := map[string]int{"tool": 0, "prompt": 0, "resource": 0, "resource_template": 0}
+	var decls map[string]policy.ToolDeclaration
+	if k := slices.IndexFunc(c.cfg.Upstreams, func(u config.Upstream) bool { return u.Name == upstream }); k >= 0 {
+		decls = c.cfg.Upstreams[k].Tools
+	}
+	if c.cat != nil {
+		tools, _ := c.cat.Tools(upstream)
+		for _, t := range tools {
+			name := t.Name
+			if d, ok := decls[name]; ok && d.Expose != nil && d.Expose.Name != "" {
+				name = d.Expose.Name
+			}
+			if s.ShadowedBy(name, config.FederationSeparator) != "" {
+				out["tool"]++
+			}
+		}
+	}
+	if it := c.lists.last(upstream); it != nil {
+		count := func(kind, key, sep string, items []jsontext.Value) {
+			for _, v := range items {
+				var named map[string]any
+				if json.Unmarshal(v, &named) != nil {
+					continue
+				}
+				if n, _ := named[key].(string); s.ShadowedBy(n, sep) != "" {
+					out[kind]++
+				}
+			}
+		}
+		count("prompt", "name", config.FederationSeparator, it.Prompts)
+		count("resource", "uri", config.FederationURISeparator, it.Resources)
+		count("resource_template", "uriTemplate", config.FederationURISeparator, it.ResourceTemplates)
+	}
+	return out
 }
 
 // memberSessionIdle is how long a member session of a client session
@@ -466,8 +535,15 @@ func logServers(cfg *config.Config, log *slog.Logger) {
 	for _, s := range cfg.Servers {
 		var members []string
 		for _, m := range s.Members {
+			if m.Unprefixed {
+				members = append(members, fmt.Sprintf("%s (names and URIs as it lists them, unless they start with another member's prefix)", m.Upstream))
+				continue
+			}
 			members = append(members, fmt.Sprintf("%s (%s_<tool>, %s+<uri>)", m.Upstream, m.Prefix, m.Prefix))
 		}
 		log.Info("virtual server: one route in front of several upstreams", "server", s.Name, "route", s.Route, "members", strings.Join(members, ", "))
+	}
+	for _, w := range cfg.FederationWarnings() {
+		log.Warn("a declared tool of an unprefixed member is hidden by another member's prefix", "warning", w)
 	}
 }
