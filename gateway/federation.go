@@ -650,7 +650,8 @@ func memberUnavailable(x *Exchange) *Local {
 
 // exposeResultURIs rewrites the URIs of the resource links, embedded
 // resources and resource contents in a member's result to their exposed
-// form (<prefix>+<uri>); nil when the result carries none.
+// form (<prefix>+<uri>), and removes those of the unprefixed member that
+// start with another member's prefix; nil when the result carries none.
 func (x *Exchange) exposeResultURIs(result []byte) ([]byte, error) {
 	if !bytes.Contains(result, []byte(`"uri"`)) {
 		return nil, nil // no resource carries a URI: nothing to walk
@@ -658,6 +659,11 @@ func (x *Exchange) exposeResultURIs(result []byte) ([]byte, error) {
 	prefix := x.memberPrefix()
 	var werr error
 	out, _, err := mapResourceItems(result, func(item jsontext.Value, uri string) (jsontext.Value, bool) {
+		if prefix == "" && x.fed.shadowed(uri, federationURISeparator) {
+			// The unprefixed member's URI reads as another member's: a
+			// client reading it back would reach that member. Removed.
+			return nil, true
+		}
 		q, err := jsontext.AppendQuote(nil, exposedURI(prefix, uri))
 		if err != nil {
 			werr = err

@@ -470,3 +470,52 @@ func TestFederatedNameTooLong(t *testing.T) {
 		t.Fatalf("tools/call: %+v", v)
 	}
 }
+
+// An unprefixed member's result that links a URI reading as another
+// member's (<prefix>+…) loses that item: read back, the URI would reach
+// the other member. Its other URIs pass as listed; a prefixed member's
+// gain the prefix.
+func TestFederatedUnprefixedResultURIs(t *testing.T) {
+	p := federatedPipeline(t, 2, 1, gatewaytest.With(gateway.Options{Servers: []gateway.Server{{Name: "work",
+		Members: []gateway.Member{{Upstream: "m0"}, {Upstream: "m1", Prefix: "p1"}}}}}))
+	ctx := context.Background()
+	const result = `{"jsonrpc":"2.0","id":7,"result":{"content":[` +
+		`{"type":"resource_link","uri":"p1+file:///other","name":"o"},` +
+		`{"type":"resource_link","uri":"file:///own","name":"n"}]}}`
+	for _, tc := range []struct {
+		name       string
+		keep, drop []string
+	}{
+		{"get_status", []string{`"uri":"file:///own"`}, []string{`p1+file:///other`}},
+		{"p1_get_status", []string{`"uri":"p1+file:///own"`, `"uri":"p1+p1+file:///other"`}, []string{`removed`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := strings.Replace(exchangeCall, `"name":"get_status"`, `"name":"`+tc.name+`"`, 1)
+			x, v := p.HandleRequest(ctx, federatedRequest("tools/call", tc.name, []byte(body)))
+			defer x.Finish()
+			if v.Local != nil {
+				t.Fatalf("refused: %s", v.Local.Body)
+			}
+			if _, err := x.ResponseHeaders(200, mcp.Header{"content-type": {"application/json"}}); err != nil {
+				t.Fatal(err)
+			}
+			out, _, err := x.ResponseBody(ctx, []byte(result))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out == nil {
+				out = []byte(result)
+			}
+			for _, k := range tc.keep {
+				if !bytes.Contains(out, []byte(k)) {
+					t.Errorf("%s lacks %s", out, k)
+				}
+			}
+			for _, d := range tc.drop {
+				if bytes.Contains(out, []byte(d)) {
+					t.Errorf("%s holds %s", out, d)
+				}
+			}
+		})
+	}
+}

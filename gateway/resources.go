@@ -226,7 +226,7 @@ func (x *Exchange) dropForeignResources(result []byte) ([]byte, int, error) {
 
 // removedResource stands, in a prompts/get message, for a resource
 // mapResourceItems removed.
-var removedResource = jsontext.Value(`{"type":"text","text":"[mcpgate removed a resource of another tenant here]"}`)
+var removedResource = jsontext.Value(`{"type":"text","text":"[mcpgate removed a resource here]"}`)
 
 // mapResourceItems calls fn with every resource link and embedded
 // resource of a result (a tools/call result's content, a prompts/get
