@@ -381,43 +381,19 @@ func replaceArguments(body []byte, newArgs []byte) ([]byte, error) {
 }
 
 // member returns the value of an object's member key (the first one of
-// that name; names compared after unescaping). Unlike eachMember it makes
-// no string of the names it passes over: a lookup allocates nothing.
+// that name; names compared after unescaping), a slice of obj.
 func member(obj []byte, key string) (jsontext.Value, bool, error) {
-	md := memberDecoders.Get().(*memberDecoder)
-	defer md.release()
-	md.src = *bytes.NewBuffer(obj)
-	dec := &md.dec
-	dec.Reset(&md.src)
-	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
-		return nil, false, errors.New("not a JSON object")
+	start, end, ok, err := memberSpan(obj, key)
+	if err != nil || !ok {
+		return nil, false, err
 	}
-	for dec.PeekKind() == '"' {
-		raw, err := dec.ReadValue() // the quoted name, validated
-		if err != nil {
-			return nil, false, err
-		}
-		name := raw[1 : len(raw)-1]
-		if bytes.IndexByte(name, '\\') >= 0 {
-			if md.name, err = jsontext.AppendUnquote(md.name[:0], raw); err != nil {
-				return nil, false, err
-			}
-			name = md.name
-		}
-		match := string(name) == key
-		v, err := dec.ReadValue()
-		if err != nil {
-			return nil, false, err
-		}
-		if match {
-			return v[:len(v):len(v)], true, nil
-		}
-	}
-	return nil, false, nil
+	return obj[start:end:end], true, nil
 }
 
 // memberSpan returns where the value of member key of the JSON object obj
 // sits in obj: obj[start:end], ok false when obj has no such member.
+// Unlike eachMember it makes no string of the names it passes over: a
+// lookup allocates nothing.
 func memberSpan(obj []byte, key string) (start, end int, ok bool, err error) {
 	md := memberDecoders.Get().(*memberDecoder)
 	defer md.release()
@@ -428,11 +404,18 @@ func memberSpan(obj []byte, key string) (start, end int, ok bool, err error) {
 		return 0, 0, false, errors.New("not a JSON object")
 	}
 	for dec.PeekKind() == '"' {
-		tok, err := dec.ReadToken()
+		raw, err := dec.ReadValue() // the quoted name, validated
 		if err != nil {
 			return 0, 0, false, err
 		}
-		match := tok.String() == key
+		name := raw[1 : len(raw)-1]
+		if bytes.IndexByte(name, '\\') >= 0 {
+			if md.name, err = jsontext.AppendUnquote(md.name[:0], raw); err != nil {
+				return 0, 0, false, err
+			}
+			name = md.name
+		}
+		match := string(name) == key
 		v, err := dec.ReadValue()
 		if err != nil {
 			return 0, 0, false, err
