@@ -56,6 +56,9 @@ func testServer(t *testing.T) string {
 type rig struct {
 	b   *stdio.Bridge
 	reg *prometheus.Registry
+	// sid is the session of post, opened by its first call.
+	sidOnce sync.Once
+	sid     string
 }
 
 func start(t *testing.T, args ...string) *rig {
@@ -89,13 +92,30 @@ func (r *rig) ready(t *testing.T) {
 	}
 }
 
-// post sends one JSON-RPC message with the bridge's secret.
+// post sends one JSON-RPC message with the bridge's secret, on the rig's
+// session (opened by the first post; none when initialize fails).
 func (r *rig) post(t *testing.T, body string) (*http.Response, string) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", r.b.URL(), strings.NewReader(body))
+	r.sidOnce.Do(func() {
+		resp, _ := r.send(t, "POST", "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}`)
+		if resp != nil {
+			r.sid = resp.Header.Get("Mcp-Session-Id")
+		}
+	})
+	return r.send(t, "POST", r.sid, body)
+}
+
+// send sends an HTTP request with the bridge's secret and session sid
+// ("" for none) and reads the whole answer.
+func (r *rig) send(t *testing.T, method, sid, body string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, r.b.URL(), strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set(stdio.SecretHeader, r.b.Secret())
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return nil, err.Error()
@@ -333,7 +353,7 @@ func TestBridgeNotReadyWhenTheChildExitsBeforeInitialize(t *testing.T) {
 	if ok || !strings.Contains(why, "exited before answering initialize") {
 		t.Fatalf("ready %v: %s", ok, why)
 	}
-	resp, body := r.post(t, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	resp, body := r.send(t, "POST", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}`)
 	if resp == nil || resp.StatusCode != 503 || !strings.Contains(body, "not available") || !strings.Contains(body, `"id":1`) {
 		t.Fatalf("call while not ready: %v %s", resp, body)
 	}
