@@ -63,13 +63,21 @@ type rig struct {
 
 func start(t *testing.T, args ...string) *rig {
 	t.Helper()
+	return startWith(t, func(*stdio.Options) {}, args...)
+}
+
+// startWith is start with options changed by with.
+func startWith(t *testing.T, with func(*stdio.Options), args ...string) *rig {
+	t.Helper()
 	reg := prometheus.NewRegistry()
-	b, err := stdio.Start(stdio.Options{
+	o := stdio.Options{
 		Upstream: "s", Argv: append([]string{testServer(t)}, args...), Listen: "127.0.0.1:0",
 		StartTimeout: 10 * time.Second, StopGrace: 200 * time.Millisecond, MaxMessageBytes: 4 << 20,
 		Metrics: stdio.NewMetrics(reg),
 		Environ: func() ([]string, error) { return []string{"PATH=" + os.Getenv("PATH")}, nil },
-	})
+	}
+	with(&o)
+	b, err := stdio.Start(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,10 +113,9 @@ func (r *rig) post(t *testing.T, body string) (*http.Response, string) {
 	return r.send(t, "POST", r.sid, body)
 }
 
-// send sends an HTTP request with the bridge's secret and session sid
-// ("" for none) and reads the whole answer.
-func (r *rig) send(t *testing.T, method, sid, body string) (*http.Response, string) {
-	t.Helper()
+// do sends an HTTP request with the bridge's secret and session sid (""
+// for none); the answer's body is the caller's to read and close.
+func (r *rig) do(method, sid, body string) (*http.Response, error) {
 	req, _ := http.NewRequest(method, r.b.URL(), strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -116,7 +123,13 @@ func (r *rig) send(t *testing.T, method, sid, body string) (*http.Response, stri
 	if sid != "" {
 		req.Header.Set("Mcp-Session-Id", sid)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	return http.DefaultClient.Do(req)
+}
+
+// send is do, reading the whole answer.
+func (r *rig) send(t *testing.T, method, sid, body string) (*http.Response, string) {
+	t.Helper()
+	resp, err := r.do(method, sid, body)
 	if err != nil {
 		return nil, err.Error()
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -38,11 +37,7 @@ func (r *rig) open(t *testing.T) string {
 // body stays open.
 func (r *rig) stream(t *testing.T, sid string) *http.Response {
 	t.Helper()
-	req, _ := http.NewRequest("GET", r.b.URL(), nil)
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set(stdio.SecretHeader, r.b.Secret())
-	req.Header.Set("Mcp-Session-Id", sid)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := r.do("GET", sid, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,12 +119,7 @@ func TestBridgeSessionEndEndsItsExchanges(t *testing.T) {
 	sid, other := r.open(t), r.open(t)
 	stream := r.stream(t, sid)
 	poll.Until(t, 10*time.Second, "the GET stream", func() bool { return r.b.Listeners() == 1 })
-	req, _ := http.NewRequest("POST", r.b.URL(), strings.NewReader(`{"jsonrpc":"2.0","id":"ask","method":"tools/call","params":{"name":"ask","arguments":{}}}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set(stdio.SecretHeader, r.b.Secret())
-	req.Header.Set("Mcp-Session-Id", sid)
-	call, err := http.DefaultClient.Do(req)
+	call, err := r.do("POST", sid, `{"jsonrpc":"2.0","id":"ask","method":"tools/call","params":{"name":"ask","arguments":{}}}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,16 +164,9 @@ func metricOf(t *testing.T, reg *prometheus.Registry, name string) float64 {
 // TestBridgeEvictsTheOldestIdleSession: beyond MaxSessions the session
 // idle the longest ends, not an older one in use.
 func TestBridgeEvictsTheOldestIdleSession(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	b, err := stdio.Start(stdio.Options{Upstream: "s", Argv: []string{testServer(t)}, Listen: "127.0.0.1:0",
-		StartTimeout: 10 * time.Second, StopGrace: 200 * time.Millisecond, MaxMessageBytes: 1 << 20, MaxSessions: 2,
-		Metrics: stdio.NewMetrics(reg), Environ: func() ([]string, error) { return []string{"PATH=" + os.Getenv("PATH")}, nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close(context.Background()) })
-	r := &rig{b: b, reg: reg}
+	r := startWith(t, func(o *stdio.Options) { o.MaxSessions = 2 })
 	r.ready(t)
+	b, reg := r.b, r.reg
 	busy := r.open(t)
 	r.stream(t, busy) // in use while its GET stream is open
 	poll.Until(t, 10*time.Second, "the GET stream", func() bool { return b.Listeners() == 1 })
