@@ -82,7 +82,7 @@ func (b *Bridge) openSession() *session {
 		}
 		b.endSession(oldest)
 		b.m.evicted.Inc()
-		b.log.Info("stdio bridge session evicted: the session limit is reached", slog.Int("limit", limit))
+		b.log.Debug("stdio bridge session evicted: the session limit is reached", slog.Int("limit", limit))
 	}
 	b.sessions[s.id] = s
 	return s
