@@ -131,6 +131,51 @@ func TestStdioUpstreamBothModes(t *testing.T) {
 	}
 }
 
+// TestStdioUpstreamSessions: through the standalone proxy and through
+// Envoy + ext_proc, the bridge's Mcp-Session-Id reaches the client, a
+// request of an older revision needs it (400 without), DELETE ends it
+// (then 404), and a 2026-07-28 request needs none.
+func TestStdioUpstreamSessions(t *testing.T) {
+	e := startStdioDifferential(t)
+	old := func(sid string) http.Header {
+		h := http.Header{"Mcp-Protocol-Version": {"2025-11-25"}}
+		if sid != "" {
+			h.Set("Mcp-Session-Id", sid)
+		}
+		return h
+	}
+	list := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	for via, endpoint := range map[string]string{"proxy": e.proxy + "/kids/mcp", "envoy": e.drivers["kids"].URL + "/kids/mcp"} {
+		t.Run(via, func(t *testing.T) {
+			resp, body := roundTrip(t, "POST", endpoint, old(""), []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}`))
+			sid := resp.Header.Get("Mcp-Session-Id")
+			if resp.StatusCode != 200 || sid == "" {
+				t.Fatalf("initialize: %d session %q %.300s", resp.StatusCode, sid, body)
+			}
+			for _, step := range []struct {
+				name, method, sid string
+				body              []byte
+				status            int
+			}{
+				{"initialized", "POST", sid, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), 202},
+				{"on the session", "POST", sid, list, 200},
+				{"without a session", "POST", "", list, 400},
+				{"unknown session", "POST", "no-such-session", list, 404},
+				{"DELETE", "DELETE", sid, nil, 204},
+				{"after DELETE", "POST", sid, list, 404},
+			} {
+				if resp, body := roundTrip(t, step.method, endpoint, old(step.sid), step.body); resp.StatusCode != step.status {
+					t.Fatalf("%s: %d %.300s, want %d", step.name, resp.StatusCode, body, step.status)
+				}
+			}
+			modern := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + meta26 + `}}`)
+			if resp, body := roundTrip(t, "POST", endpoint, toHeader(v26("tools/list", "")), modern); resp.StatusCode != 200 || !strings.Contains(string(body), `"name":"echo"`) {
+				t.Fatalf("2026-07-28 tools/list: %d %.300s", resp.StatusCode, body)
+			}
+		})
+	}
+}
+
 // TestStdioUpstreamParallelClientsEqualIDs: clients that use the same id
 // at the same time each get their own answer under their own id.
 func TestStdioUpstreamParallelClientsEqualIDs(t *testing.T) {

@@ -75,6 +75,10 @@ type Options struct {
 	// MaxMessageBytes is the longest line (one JSON-RPC message) read from
 	// the child and the largest request body relayed to it.
 	MaxMessageBytes int
+	// MaxSessions bounds the streamable-HTTP sessions of clients of
+	// revisions before 2026-07-28 (0: DefaultMaxSessions); beyond it the
+	// session idle the longest ends.
+	MaxSessions int
 	// Version is mcpgate's version, in the clientInfo of initialize.
 	Version string
 	Logger  *slog.Logger
@@ -98,6 +102,7 @@ type Bridge struct {
 	killed    bool     // Close ran out of time: every process is killed at once
 	notReady  string   // why the bridge is not ready ("" when ready)
 	listeners map[*listener]struct{}
+	sessions  map[string]*session // by Mcp-Session-Id (session.go)
 
 	// tried is closed when the first run of the child became ready or
 	// failed (Tried).
@@ -132,7 +137,8 @@ func Start(o Options) (*Bridge, error) {
 		o: o, log: o.Logger.With(slog.String("upstream", o.Upstream)), m: o.Metrics.of(o.Upstream),
 		secret: hex.EncodeToString(raw[:]), url: "http://" + ln.Addr().String() + Path,
 		notReady: "the stdio server is starting", listeners: map[*listener]struct{}{},
-		tried: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
+		sessions: map[string]*session{},
+		tried:    make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	b.srv = &http.Server{Handler: b, ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(b.log.Handler(), slog.LevelWarn)}

@@ -56,17 +56,28 @@ func testServer(t *testing.T) string {
 type rig struct {
 	b   *stdio.Bridge
 	reg *prometheus.Registry
+	// sid is the session of post, opened by its first call.
+	sidOnce sync.Once
+	sid     string
 }
 
 func start(t *testing.T, args ...string) *rig {
 	t.Helper()
+	return startWith(t, func(*stdio.Options) {}, args...)
+}
+
+// startWith is start with options changed by with.
+func startWith(t *testing.T, with func(*stdio.Options), args ...string) *rig {
+	t.Helper()
 	reg := prometheus.NewRegistry()
-	b, err := stdio.Start(stdio.Options{
+	o := stdio.Options{
 		Upstream: "s", Argv: append([]string{testServer(t)}, args...), Listen: "127.0.0.1:0",
 		StartTimeout: 10 * time.Second, StopGrace: 200 * time.Millisecond, MaxMessageBytes: 4 << 20,
 		Metrics: stdio.NewMetrics(reg),
 		Environ: func() ([]string, error) { return []string{"PATH=" + os.Getenv("PATH")}, nil },
-	})
+	}
+	with(&o)
+	b, err := stdio.Start(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,14 +100,36 @@ func (r *rig) ready(t *testing.T) {
 	}
 }
 
-// post sends one JSON-RPC message with the bridge's secret.
+// post sends one JSON-RPC message with the bridge's secret, on the rig's
+// session (opened by the first post; none when initialize fails).
 func (r *rig) post(t *testing.T, body string) (*http.Response, string) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", r.b.URL(), strings.NewReader(body))
+	r.sidOnce.Do(func() {
+		resp, _ := r.send(t, "POST", "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}`)
+		if resp != nil {
+			r.sid = resp.Header.Get("Mcp-Session-Id")
+		}
+	})
+	return r.send(t, "POST", r.sid, body)
+}
+
+// do sends an HTTP request with the bridge's secret and session sid (""
+// for none); the answer's body is the caller's to read and close.
+func (r *rig) do(method, sid, body string) (*http.Response, error) {
+	req, _ := http.NewRequest(method, r.b.URL(), strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set(stdio.SecretHeader, r.b.Secret())
-	resp, err := http.DefaultClient.Do(req)
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+	}
+	return http.DefaultClient.Do(req)
+}
+
+// send is do, reading the whole answer.
+func (r *rig) send(t *testing.T, method, sid, body string) (*http.Response, string) {
+	t.Helper()
+	resp, err := r.do(method, sid, body)
 	if err != nil {
 		return nil, err.Error()
 	}
@@ -333,7 +366,7 @@ func TestBridgeNotReadyWhenTheChildExitsBeforeInitialize(t *testing.T) {
 	if ok || !strings.Contains(why, "exited before answering initialize") {
 		t.Fatalf("ready %v: %s", ok, why)
 	}
-	resp, body := r.post(t, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	resp, body := r.send(t, "POST", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}`)
 	if resp == nil || resp.StatusCode != 503 || !strings.Contains(body, "not available") || !strings.Contains(body, `"id":1`) {
 		t.Fatalf("call while not ready: %v %s", resp, body)
 	}

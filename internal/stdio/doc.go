@@ -22,6 +22,17 @@
 // open notification streams (GET, subscriptions/listen). For a 2026-07-28
 // call a request of the child becomes an input_required round (rounds.go).
 //
+// # Sessions
+//
+// For revisions before 2026-07-28 the bridge keeps streamable-HTTP sessions
+// per client (session.go): the answer to initialize carries a new
+// Mcp-Session-Id, which every later message, GET stream and DELETE of the
+// client carries (400 without, 404 unknown or ended); DELETE ends the
+// session with its streams and calls in flight. At most
+// Options.MaxSessions are held; beyond that the one idle the longest ends.
+// Sessions scope exchanges only: they all reach the one child, whose state
+// stays shared. 2026-07-28 requests have no session.
+//
 // # Lifecycle
 //
 // The child runs in a process group of its own. Readiness waits for its

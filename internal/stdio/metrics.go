@@ -10,12 +10,14 @@ import "github.com/prometheus/client_golang/prometheus"
 //	mcpgate_stdio_stderr_lines_dropped_total{upstream}      standard error lines over the log rate, counted instead of logged
 //	mcpgate_stdio_messages_dropped_total{upstream}          notifications of the child not relayed (a client's stream not keeping up)
 //	mcpgate_stdio_ready_seconds{upstream}                   seconds from a child's start to its initialize answer
+//	mcpgate_stdio_sessions_evicted_total{upstream}          streamable-HTTP sessions of the bridge ended because the session limit was reached
 type Metrics struct {
 	children      *prometheus.GaugeVec
 	restarts      *prometheus.CounterVec
 	stderrDropped *prometheus.CounterVec
 	dropped       *prometheus.CounterVec
 	readySeconds  *prometheus.HistogramVec
+	evicted       *prometheus.CounterVec
 }
 
 // NewMetrics registers the bridges' metrics with reg.
@@ -32,8 +34,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		readySeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "mcpgate_stdio_ready_seconds",
 			Help:    "Seconds from the start of a stdio upstream's child to its answer to initialize.",
 			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}}, []string{"upstream"}),
+		evicted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcpgate_stdio_sessions_evicted_total",
+			Help: "Streamable-HTTP sessions of a stdio upstream's bridge ended because the session limit was reached (idle ones first, least recently used first)."}, []string{"upstream"}),
 	}
-	reg.MustRegister(m.children, m.restarts, m.stderrDropped, m.dropped, m.readySeconds)
+	reg.MustRegister(m.children, m.restarts, m.stderrDropped, m.dropped, m.readySeconds, m.evicted)
 	return m
 }
 
@@ -44,6 +48,7 @@ type upstreamMetrics struct {
 	stderrDropped prometheus.Counter
 	dropped       prometheus.Counter
 	readySeconds  prometheus.Observer
+	evicted       prometheus.Counter
 }
 
 // of returns upstream's series; a nil m counts nowhere.
@@ -57,5 +62,6 @@ func (m *Metrics) of(upstream string) upstreamMetrics {
 		stderrDropped: m.stderrDropped.WithLabelValues(upstream),
 		dropped:       m.dropped.WithLabelValues(upstream),
 		readySeconds:  m.readySeconds.WithLabelValues(upstream),
+		evicted:       m.evicted.WithLabelValues(upstream),
 	}
 }

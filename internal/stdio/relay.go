@@ -93,10 +93,19 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodPost:
 	case http.MethodGet:
-		b.listen(w, r, nil, nil)
+		// An older revision's notification stream, within its session.
+		s, ok := b.enterSession(w, r, nil)
+		if !ok {
+			return
+		}
+		defer b.leaveSession(s)
+		b.listen(w, r, nil, nil, s)
+		return
+	case http.MethodDelete:
+		b.deleteSession(w, r)
 		return
 	default:
-		w.Header().Set("Allow", "GET, POST")
+		w.Header().Set("Allow", "GET, POST, DELETE")
 		w.WriteHeader(http.StatusMethodNotAllowed)
 		return
 	}
@@ -114,13 +123,27 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, mcp.ErrorResponse(id, perr))
 		return
 	}
+	// Every message of an older revision but initialize belongs to the
+	// session its answer opened; 2026-07-28 has none.
+	var s *session
+	if !handshake(m) && !sessionless(r, m) {
+		var id []byte
+		if m.Kind == mcp.KindRequest {
+			id = m.ID
+		}
+		var ok bool
+		if s, ok = b.enterSession(w, r, id); !ok {
+			return
+		}
+		defer b.leaveSession(s)
+	}
 	switch m.Kind {
 	case mcp.KindResponse:
 		b.relayResponse(w, body, m)
 	case mcp.KindNotification:
 		b.relayNotification(w, r, body, m)
 	default:
-		b.relayRequest(w, r, body, m)
+		b.relayRequest(w, r, body, m, s)
 	}
 }
 
@@ -153,7 +176,7 @@ func (b *Bridge) ready(w http.ResponseWriter, id []byte) *child {
 // bridge and relays the child's answer, and the notifications and requests
 // of the child that belong to it, back: as one JSON answer, or as an SSE
 // stream when something comes before the answer.
-func (b *Bridge) relayRequest(w http.ResponseWriter, r *http.Request, body []byte, m *mcp.Message) {
+func (b *Bridge) relayRequest(w http.ResponseWriter, r *http.Request, body []byte, m *mcp.Message, s *session) {
 	stateless := m.Meta.ProtocolVersion >= mcp.Version20260728
 	if stateless && m.Meta.ClientCapabilities == nil {
 		writeJSON(w, http.StatusBadRequest, mcp.ErrorResponse(m.ID, &mcp.Error{Code: mcp.CodeInvalidParams,
@@ -162,10 +185,10 @@ func (b *Bridge) relayRequest(w http.ResponseWriter, r *http.Request, body []byt
 	}
 	switch m.Method {
 	case "initialize", "server/discover":
-		b.answerHandshake(w, m)
+		b.answerHandshake(w, m, !sessionless(r, m))
 		return
 	case "subscriptions/listen":
-		b.listen(w, r, m.ID, m.Params)
+		b.listen(w, r, m.ID, m.Params, nil)
 		return
 	}
 	c := b.ready(w, m.ID)
@@ -211,7 +234,7 @@ func (b *Bridge) relayRequest(w http.ResponseWriter, r *http.Request, body []byt
 			Message: "The stdio MCP server is not available: it exited before the request was written to it."}))
 		return
 	}
-	b.await(w, r, c, bid, cl, m.Method)
+	b.await(w, r, c, bid, cl, m.Method, s.done())
 }
 
 // forget drops a call that is over; the child's requests relayed on its
@@ -239,7 +262,7 @@ func (c *child) forget(bid string, cl *call) {
 // answer. For a 2026-07-28 call a request of the child ends the exchange
 // with an input_required result instead, and the call waits, parked, for
 // the client's retry (rounds.go).
-func (b *Bridge) await(w http.ResponseWriter, r *http.Request, c *child, bid string, cl *call, method string) {
+func (b *Bridge) await(w http.ResponseWriter, r *http.Request, c *child, bid string, cl *call, method string, ended <-chan struct{}) {
 	parked := false
 	defer func() {
 		if !parked {
@@ -305,14 +328,29 @@ func (b *Bridge) await(w http.ResponseWriter, r *http.Request, c *child, bid str
 			b.mu.Unlock()
 			b.log.Error("stdio server ended with a call in flight; the call fails", slog.String("method", method), slog.String("exit", why))
 			panic(http.ErrAbortHandler)
+		case <-ended:
+			// The client ended its session (DELETE) or it was evicted:
+			// the child stops working on the call, and the exchange ends
+			// as a request on an ended session does.
+			c.cancelCall(bid, "the client's session ended")
+			if !streaming {
+				refuseSession(w, http.StatusNotFound, cl.origID, sessionGone)
+			}
+			return
 		case <-r.Context().Done():
 			// The client went away: the child is told to stop working on
 			// it (notifications/cancelled), as a client would.
-			cancel := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":"the client went away"}}`, bid)
-			c.sendSoon([]byte(cancel))
+			c.cancelCall(bid, "the client went away")
 			return
 		}
 	}
+}
+
+// cancelCall tells the child to stop working on call bid
+// (notifications/cancelled).
+func (c *child) cancelCall(bid, reason string) {
+	cancel := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":%q}}`, bid, reason)
+	c.sendSoon([]byte(cancel))
 }
 
 func startStream(w http.ResponseWriter, fl http.Flusher) {
@@ -551,8 +589,9 @@ func (b *Bridge) broadcast(method string, msg []byte) {
 // older revision's GET stream (id nil), or a 2026-07-28
 // subscriptions/listen request, which first gets
 // notifications/subscriptions/acknowledged with the list_changed kinds it
-// asked for (resource subscriptions are not relayed).
-func (b *Bridge) listen(w http.ResponseWriter, r *http.Request, id []byte, params []byte) {
+// asked for (resource subscriptions are not relayed). A GET stream
+// belongs to session s and ends with it.
+func (b *Bridge) listen(w http.ResponseWriter, r *http.Request, id []byte, params []byte, s *session) {
 	l := &listener{out: make(chan []byte, callQueue), id: bytes.Clone(id), want: map[string]bool{}}
 	fl, _ := w.(http.Flusher)
 	if id != nil {
@@ -582,6 +621,8 @@ func (b *Bridge) listen(w http.ResponseWriter, r *http.Request, id []byte, param
 			writeEvent(w, fl, msg)
 		case <-r.Context().Done():
 			return
+		case <-s.done():
+			return
 		case <-b.stop:
 			return
 		}
@@ -602,7 +643,10 @@ func joinComma(parts []string) string {
 // answerHandshake answers initialize and server/discover from the child's
 // initialize result: the bridge speaks every revision mcpgate does and
 // relays the messages as the child writes them.
-func (b *Bridge) answerHandshake(w http.ResponseWriter, m *mcp.Message) {
+//
+// The answer to initialize of an older revision opens a session and
+// carries its id (open).
+func (b *Bridge) answerHandshake(w http.ResponseWriter, m *mcp.Message, open bool) {
 	c := b.ready(w, m.ID)
 	if c == nil {
 		return
@@ -617,6 +661,9 @@ func (b *Bridge) answerHandshake(w http.ResponseWriter, m *mcp.Message) {
 		res := c.init
 		if s, ok := find(res, "protocolVersion"); ok {
 			res = replace(res, s, strconv.AppendQuote(nil, v))
+		}
+		if open {
+			w.Header().Set(sessionHeader, b.openSession().id)
 		}
 		writeJSON(w, http.StatusOK, mcp.ResultResponse(m.ID, res))
 		return

@@ -179,6 +179,6 @@ func (b *Bridge) resume(w http.ResponseWriter, r *http.Request, c *child, body [
 	}
 	b.log.Debug("input_required round resumed", slog.String("method", m.Method))
 	c.answerRound(rd.cl, value(body, "params", "inputResponses"))
-	b.await(w, r, c, rd.bid, rd.cl, m.Method)
+	b.await(w, r, c, rd.bid, rd.cl, m.Method, nil) // 2026-07-28: no session
 	return true
 }
