@@ -486,7 +486,7 @@ func TestStdioUpstreamInitAndPin(t *testing.T) {
 	out := filepath.Join(dir, "mcpgate.yaml")
 	server := stdioTestServer(t)
 	log := runBin(t, "init", "--upstream-command", server+" -records "+filepath.Join(dir, "records"), "--name", "kids", "--out", out)
-	if !strings.Contains(log, "9 tools of "+server) {
+	if !strings.Contains(log, "8 tools of "+server) {
 		t.Errorf("init: %s", log)
 	}
 	draft, err := os.ReadFile(out)
@@ -528,7 +528,7 @@ func processesOf(path string) int {
 // against the listed input schema.
 func TestStdioUpstreamCatalog(t *testing.T) {
 	proxy, admin, _ := stdioAppWith(t, func(c *config.Config) { c.Catalog.Unpinned = config.CatalogUnpinnedAllow }, 10*time.Second)
-	if r := do(t, "GET", admin+"/metrics", nil, nil); !strings.Contains(r.Body, `mcpgate_catalog_tools{upstream="kids"} 9`) {
+	if r := do(t, "GET", admin+"/metrics", nil, nil); !strings.Contains(r.Body, `mcpgate_catalog_tools{upstream="kids"} 8`) {
 		t.Errorf("catalog: %s", grepLines(r.Body, "mcpgate_catalog_tools"))
 	}
 	list := doHeader(t, "POST", proxy+"/mcp", toHeader(v26("tools/list", "")), []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+meta26+`}}`))

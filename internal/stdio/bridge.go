@@ -421,11 +421,9 @@ func (c *child) kill(why string) {
 }
 
 // initialize sends initialize and notifications/initialized and waits for
-// the answer within timeout. The bridge offers no roots: one child serves
-// every client, and roots one client listed would stay with the child for
-// the others.
+// the answer within timeout.
 func (c *child) initialize(timeout time.Duration) error {
-	req := fmt.Sprintf(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{"elicitation":{},"sampling":{}},"clientInfo":{"name":"mcpgate","version":%q}}}`,
+	req := fmt.Sprintf(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{"elicitation":{},"sampling":{},"roots":{"listChanged":true}},"clientInfo":{"name":"mcpgate","version":%q}}}`,
 		childVersion, c.b.o.Version)
 	t := time.NewTimer(timeout)
 	defer t.Stop()

@@ -475,12 +475,8 @@ func (c *child) dispatch(msg []byte) {
 // 2026-07-28 request), the child gets a JSON-RPC error.
 func (c *child) serverRequest(msg []byte, m *mcp.Message) {
 	b := c.b
-	switch m.Method {
-	case "ping":
+	if m.Method == "ping" {
 		c.reply(mcp.ResultResponse(m.ID, nil))
-		return
-	case "roots/list":
-		c.reply(mcp.ErrorResponse(m.ID, &mcp.Error{Code: mcp.CodeMethodNotFound, Message: "roots are not offered: one stdio server process serves every client, so it cannot hold one client's roots."}))
 		return
 	}
 	b.mu.Lock()

@@ -117,18 +117,6 @@ func main() {
 			}
 			return nil, textOut{Text: fmt.Sprintf("%s: %v", res.Action, res.Content["name"])}, nil
 		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "roots", Description: "Asks the client for its roots (roots/list)."},
-		func(ctx context.Context, req *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, textOut, error) {
-			res, err := req.Session.ListRoots(ctx, nil)
-			if err != nil {
-				return nil, textOut{Text: "roots/list failed: " + err.Error()}, nil
-			}
-			uris := make([]string, 0, len(res.Roots))
-			for _, r := range res.Roots {
-				uris = append(uris, r.URI)
-			}
-			return nil, textOut{Text: "roots: " + strings.Join(uris, ",")}, nil
-		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "crash", Description: "Exits with status 3 before answering."},
 		func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, textOut, error) {
 			os.Exit(3)
