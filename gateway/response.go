@@ -261,12 +261,13 @@ type parsedBody struct {
 
 // parse is mcp.Parse of body, or pre's result when pre is set (the same
 // body, parsed once by the caller: Parse is a function of the body and
-// the depth limit alone).
+// the depth limit alone). The message is x.answerMsg, rewritten by the next
+// parse: shape, its only caller, keeps none past its own call.
 func (x *Exchange) parse(body []byte, pre *parsedBody) (*mcp.Message, *mcp.Error) {
 	if pre != nil {
 		return pre.msg, pre.perr
 	}
-	return mcp.Parse(body, x.p.opts.MaxJSONDepth)
+	return mcp.ParseInto(&x.answerMsg, body, x.p.opts.MaxJSONDepth)
 }
 
 // shape returns the rewritten message, nil when nothing changes, or an error
