@@ -792,6 +792,8 @@ type EventRewriter struct {
 	// ls is the stream's entry for tool list announcements (nil when
 	// mcpgate announces none on it; listchanged.go).
 	ls *listStream
+	// pre is the parse of the event being shaped, when event parsed it.
+	pre parsedBody
 }
 
 // NewEventRewriter returns the rewriter for a StreamSSE response.
@@ -891,11 +893,14 @@ func (w *EventRewriter) event(raw []byte, emit func([]byte) error) error {
 	var pre *parsedBody
 	answered := w.answered
 	if !w.answered && (bytes.Contains(data, []byte(`"result"`)) || bytes.Contains(data, []byte(`"error"`))) {
-		m, perr := mcp.Parse(data, w.x.p.opts.MaxJSONDepth)
+		// Into the exchange's Message, as parse reads: shape reads the
+		// same parse and keeps no message past this event.
+		m, perr := mcp.ParseInto(&w.x.answerMsg, data, w.x.p.opts.MaxJSONDepth)
 		if perr == nil && m.Kind == mcp.KindResponse {
 			w.answered = true
 		}
-		pre = &parsedBody{m, perr} // shape reads the same parse
+		w.pre = parsedBody{m, perr}
+		pre = &w.pre
 	}
 	out, err := w.x.shape(w.ctx, data, pre)
 	if w.ls != nil && err == nil {
