@@ -391,6 +391,8 @@ type Exchange struct {
 	ended        bool // End ran
 	loopLater    bool // the loop key is made when the answer is known (limits.go)
 	shaper       *shape.Shaper
+	answerMsg    mcp.Message       // what parse reads the answer into (response.go)
+	frame        answerFrame       // the response a shaped tools/call result is written into (response.go)
 	coerced      []byte            // the arguments after coercion (nil: unchanged)
 	warnings     []args.Warning    // coercions applied
 	headerParams map[string]string // Mcp-Param-<Name> → argument, from the schema

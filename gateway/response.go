@@ -261,12 +261,13 @@ type parsedBody struct {
 
 // parse is mcp.Parse of body, or pre's result when pre is set (the same
 // body, parsed once by the caller: Parse is a function of the body and
-// the depth limit alone).
+// the depth limit alone). The message is x.answerMsg, rewritten by the next
+// parse: shape, its only caller, keeps none past its own call.
 func (x *Exchange) parse(body []byte, pre *parsedBody) (*mcp.Message, *mcp.Error) {
 	if pre != nil {
 		return pre.msg, pre.perr
 	}
-	return mcp.Parse(body, x.p.opts.MaxJSONDepth)
+	return mcp.ParseInto(&x.answerMsg, body, x.p.opts.MaxJSONDepth)
 }
 
 // shape returns the rewritten message, nil when nothing changes, or an error
@@ -327,9 +328,15 @@ func (x *Exchange) shape(ctx context.Context, body []byte, pre *parsedBody) ([]b
 		return nil, nil // the result itself needs nothing
 	}
 	if x.shapeResult {
+		x.frame.id = msg.ID
 		result, err := x.shapeAnswer(msg.Result)
+		framed := x.frame.response(result)
+		x.frame.id, x.frame.resp = nil, nil
 		if err != nil || result == nil {
 			return nil, err
+		}
+		if framed != nil {
+			return framed, nil
 		}
 		return mcp.ResultResponse(msg.ID, result), nil
 	}
@@ -338,6 +345,49 @@ func (x *Exchange) shape(ctx context.Context, body []byte, pre *parsedBody) ([]b
 		return nil, err
 	}
 	return mcp.ResultResponse(msg.ID, result), nil
+}
+
+// answerFrame lets the shaper write a tools/call result straight into
+// the JSON-RPC response that relays it (mcp.ResultResponse's bytes, one
+// buffer instead of a shaped copy and then the response): shape sets id
+// to the answer's id, shapeToolResult writes the whole response into resp
+// and hands on its result part, and shape relays resp when the result it
+// is left with is still that part (no later step replaced it).
+type answerFrame struct {
+	id   jsontext.Value // the answer's id; nil: no frame
+	resp []byte         // the response written, nil while none
+}
+
+// shapeToolResult is s.ToolResultError of result, written into a
+// response for f.id when f has one: the result part of it is returned.
+func (f *answerFrame) shapeToolResult(s *shape.Shaper, result []byte) ([]byte, bool, error) {
+	if f.id == nil {
+		return s.ToolResultError(result)
+	}
+	var buf [64]byte
+	head := mcp.AppendResultHead(buf[:0], f.id)
+	// The shaped result with room for the head and the tail; then it
+	// moves up behind the head.
+	out, isError, err := s.AppendToolResultError(nil, result, len(head)+len(mcp.ResultTail))
+	if err != nil || out == nil {
+		return nil, isError, err
+	}
+	n := len(out)
+	out = out[:len(head)+n]
+	copy(out[len(head):], out[:n])
+	copy(out, head)
+	f.resp = append(out, mcp.ResultTail...)
+	return out[len(head):len(out):len(out)], isError, nil
+}
+
+// response is the response written for result, nil when result is not
+// the result part of it.
+func (f *answerFrame) response(result []byte) []byte {
+	at := len(f.resp) - len(mcp.ResultTail) - len(result)
+	if len(result) == 0 || at <= 0 || &result[0] != &f.resp[at] {
+		return nil
+	}
+	return f.resp
 }
 
 // sameID reports whether the id of answer (a response) is req, the
@@ -548,7 +598,7 @@ func (x *Exchange) shapeToolResult(result jsontext.Value) ([]byte, errState, err
 	var out []byte
 	isError := errUnknown
 	if x.shaper != nil {
-		shaped, e, err := x.shaper.ToolResultError(result)
+		shaped, e, err := x.frame.shapeToolResult(x.shaper, result)
 		if err != nil {
 			return nil, errUnknown, errors.Join(ErrUpstreamResponse, err)
 		}
@@ -742,6 +792,8 @@ type EventRewriter struct {
 	// ls is the stream's entry for tool list announcements (nil when
 	// mcpgate announces none on it; listchanged.go).
 	ls *listStream
+	// pre is the parse of the event being shaped, when event parsed it.
+	pre parsedBody
 }
 
 // NewEventRewriter returns the rewriter for a StreamSSE response.
@@ -841,11 +893,14 @@ func (w *EventRewriter) event(raw []byte, emit func([]byte) error) error {
 	var pre *parsedBody
 	answered := w.answered
 	if !w.answered && (bytes.Contains(data, []byte(`"result"`)) || bytes.Contains(data, []byte(`"error"`))) {
-		m, perr := mcp.Parse(data, w.x.p.opts.MaxJSONDepth)
+		// Into the exchange's Message, as parse reads: shape reads the
+		// same parse and keeps no message past this event.
+		m, perr := mcp.ParseInto(&w.x.answerMsg, data, w.x.p.opts.MaxJSONDepth)
 		if perr == nil && m.Kind == mcp.KindResponse {
 			w.answered = true
 		}
-		pre = &parsedBody{m, perr} // shape reads the same parse
+		w.pre = parsedBody{m, perr}
+		pre = &w.pre
 	}
 	out, err := w.x.shape(w.ctx, data, pre)
 	if w.ls != nil && err == nil {

@@ -76,6 +76,14 @@ import (
 //
 // Parse performs no I/O and is safe for concurrent use.
 func Parse(body []byte, maxDepth int) (*Message, *Error) {
+	return ParseInto(nil, body, maxDepth)
+}
+
+// ParseInto is Parse writing the message into m (a new Message when m is
+// nil): for a caller that parses one body after another and keeps no
+// message past the next parse. It returns m, or nil where Parse returns
+// nil.
+func ParseInto(m *Message, body []byte, maxDepth int) (*Message, *Error) {
 	if maxDepth <= 0 {
 		maxDepth = DefaultMaxDepth
 	}
@@ -84,10 +92,11 @@ func Parse(body []byte, maxDepth int) (*Message, *Error) {
 		return nil, newParseError("empty body")
 	}
 	p := parserPool.Get().(*parser)
-	m, e := p.parse(body, body[first], maxDepth)
+	p.dst = m
+	msg, e := p.parse(body, body[first], maxDepth)
 	p.release()
 	parserPool.Put(p)
-	return m, e
+	return msg, e
 }
 
 var parserPool = sync.Pool{New: func() any { return new(parser) }}
@@ -100,7 +109,8 @@ type parser struct {
 	rd       bytes.Buffer
 	body     []byte
 	maxDepth int
-	scratch  []byte // unescaping buffer
+	scratch  []byte   // unescaping buffer
+	dst      *Message // where done writes the message; nil: a new one
 	st       parseState
 }
 
@@ -130,7 +140,7 @@ type rawField struct {
 func (p *parser) release() {
 	p.rd = bytes.Buffer{}
 	p.dec.Reset(&p.rd) // drop the reference to the body
-	p.body = nil
+	p.body, p.dst = nil, nil
 	p.st = parseState{}
 	if cap(p.scratch) > 1<<10 {
 		p.scratch = nil
@@ -347,7 +357,10 @@ func (p *parser) requiredString(f rawField, what string) (string, *Error) {
 
 // done returns a copy of the collected message.
 func (p *parser) done() *Message {
-	m := new(Message)
+	m := p.dst
+	if m == nil {
+		m = new(Message)
+	}
 	*m = p.st.msg
 	return m
 }

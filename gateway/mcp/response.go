@@ -45,17 +45,27 @@ func ErrorResponse(id jsontext.Value, e *Error) []byte {
 // written as {}.
 func ResultResponse(id jsontext.Value, result []byte) []byte {
 	// Exactly the bytes written: one allocation, no growth.
-	b := make([]byte, 0, len(resultPrefix)+max(len(id), len("null"))+len(`,"result":`)+max(len(result), len("{}"))+1)
-	b = append(b, resultPrefix...)
-	b = appendID(b, id)
-	b = append(b, `,"result":`...)
+	b := make([]byte, 0, len(resultPrefix)+max(len(id), len("null"))+len(`,"result":`)+max(len(result), len("{}"))+len(ResultTail))
+	b = AppendResultHead(b, id)
 	if len(result) == 0 {
 		b = append(b, "{}"...)
 	} else {
 		b = append(b, result...)
 	}
-	return append(b, '}')
+	return append(b, ResultTail...)
 }
+
+// AppendResultHead appends what ResultResponse writes before the result,
+// {"jsonrpc":"2.0","id":<id>,"result":, for a caller that writes the
+// result itself and then ResultTail.
+func AppendResultHead(b []byte, id jsontext.Value) []byte {
+	b = append(b, resultPrefix...)
+	b = appendID(b, id)
+	return append(b, `,"result":`...)
+}
+
+// ResultTail is what ResultResponse writes after the result.
+const ResultTail = "}"
 
 const resultPrefix = `{"jsonrpc":"2.0","id":`
 

@@ -33,7 +33,8 @@ func outputIsError(t testing.TB, out []byte) bool {
 	return found
 }
 
-// ToolResultError's isError is what the relayed result says: the shaped
+// ToolResultError's isError is what the relayed result says (and
+// AppendToolResultError writes the same result after a head): the shaped
 // output, or the input when nothing changes — for escaped names, secret
 // names that drop the member, a nested isError, a non-literal value, a
 // result replaced for its size and input repaired by the lenient pass.
@@ -65,6 +66,20 @@ func TestToolResultErrorMatchesOutput(t *testing.T) {
 			want, werr := s.ToolResult([]byte(r))
 			if werr != nil || !bytes.Equal(out, want) {
 				t.Fatalf("%q: ToolResultError returned %q, ToolResult %q (%v)", r, out, want, werr)
+			}
+			// AppendToolResultError writes the same result after a head,
+			// with room for the tail, and leaves the head as it was.
+			head := []byte(`{"id":1,"result":`)
+			framed, framedErr, err := s.AppendToolResultError(head[:len(head):len(head)], []byte(r), 1)
+			switch {
+			case err != nil || framedErr != isError:
+				t.Fatalf("%q: AppendToolResultError isError %v err %v; ToolResultError isError %v", r, framedErr, err, isError)
+			case out == nil && framed != nil:
+				t.Fatalf("%q: nothing changes, but AppendToolResultError returned %q", r, framed)
+			case out != nil && (!bytes.Equal(framed, append(append([]byte{}, head...), out...)) || cap(framed)-len(framed) < 1):
+				t.Fatalf("%q: AppendToolResultError returned %q (cap %d), want the head then %q and room for 1", r, framed, cap(framed), out)
+			case string(head) != `{"id":1,"result":`:
+				t.Fatalf("head changed: %q", head)
 			}
 			relayed := out
 			if relayed == nil {

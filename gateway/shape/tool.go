@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -20,7 +21,7 @@ import (
 // duplicate names included).
 func (s *Shaper) ToolResult(result []byte) ([]byte, error) {
 	return s.run(func(w *walker) ([]byte, error) {
-		return w.toolResult(result)
+		return w.toolResult(nil, result, 0)
 	})
 }
 
@@ -33,15 +34,31 @@ func (s *Shaper) ToolResult(result []byte) ([]byte, error) {
 // not in the output and so reports false, and a result replaced for its
 // size is always a tool error. isError is meaningful only when err is nil.
 func (s *Shaper) ToolResultError(result []byte) (out []byte, isError bool, err error) {
+	return s.AppendToolResultError(nil, result, 0)
+}
+
+// AppendToolResultError is ToolResultError writing the shaped result
+// after dst: out is dst followed by the shaped result, with room for
+// reserve more bytes, or nil when nothing changes. A caller that frames
+// the result in a message passes the frame's head as dst and the length
+// of its tail as reserve, so the message is written once.
+func (s *Shaper) AppendToolResultError(dst, result []byte, reserve int) (out []byte, isError bool, err error) {
 	out, err = s.run(func(w *walker) ([]byte, error) {
-		o, e := w.toolResult(result)
+		o, e := w.toolResult(dst, result, reserve)
 		isError = w.isError
 		return o, e
 	})
 	return out, isError, err
 }
 
-func (w *walker) toolResult(result []byte) ([]byte, error) {
+// appendReserved appends b to dst, growing dst at most once, to hold b
+// and reserve more bytes.
+func appendReserved(dst, b []byte, reserve int) []byte {
+	return append(slices.Grow(dst, len(b)+reserve), b...)
+}
+
+// toolResult appends the shaped result to dst (see AppendToolResultError).
+func (w *walker) toolResult(dst, result []byte, reserve int) ([]byte, error) {
 	s := w.s
 	if err := w.members(result, w.toolMember); err != nil {
 		return nil, err
@@ -72,16 +89,16 @@ func (w *walker) toolResult(result []byte) ([]byte, error) {
 	if !w.changed {
 		if len(result) > s.maxResult {
 			w.isError = true
-			return tooLarge(len(result), s.maxResult), nil
+			return appendReserved(dst, tooLarge(len(result), s.maxResult), reserve), nil
 		}
 		return nil, nil
 	}
 	out := w.assemble(result)
 	if len(out) > s.maxResult {
 		w.isError = true
-		return tooLarge(len(out), s.maxResult), nil
+		return appendReserved(dst, tooLarge(len(out), s.maxResult), reserve), nil
 	}
-	return bytes.Clone(out), nil
+	return appendReserved(dst, out, reserve), nil
 }
 
 // toolMember shapes one top-level member of a CallToolResult.
