@@ -22,39 +22,12 @@ import (
 	"github.com/mcpgate/mcpgate/config"
 	"github.com/mcpgate/mcpgate/internal/app"
 	"github.com/mcpgate/mcpgate/internal/poll"
+	"github.com/mcpgate/mcpgate/internal/stdio/stdiotest"
 	"github.com/mcpgate/mcpgate/policy"
 )
 
 // Stdio upstreams: a stdio MCP server mcpgate starts, served to the
 // pipeline (the standalone proxy and Envoy) by its bridge on loopback.
-
-var (
-	stdioServerOnce sync.Once
-	stdioServerPath string
-	stdioServerErr  error
-)
-
-// stdioTestServer builds the repository's Go SDK stdio server
-// (internal/stdio/testserver) once.
-func stdioTestServer(t *testing.T) string {
-	t.Helper()
-	stdioServerOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "mcpgate-stdio")
-		if err != nil {
-			stdioServerErr = err
-			return
-		}
-		stdioServerPath = filepath.Join(dir, "testserver")
-		out, err := exec.Command("go", "build", "-o", stdioServerPath, "github.com/mcpgate/mcpgate/internal/stdio/testserver").CombinedOutput()
-		if err != nil {
-			stdioServerErr = fmt.Errorf("build the stdio test server: %v: %s", err, out)
-		}
-	})
-	if stdioServerErr != nil {
-		t.Fatal(stdioServerErr)
-	}
-	return stdioServerPath
-}
 
 // freeLoopback returns a loopback address with a port free now.
 func freeLoopback(t *testing.T) string {
@@ -80,7 +53,7 @@ var stdioTools = map[string]policy.ToolDeclaration{
 func startStdioDifferential(t *testing.T, args ...string) *differentialEnv {
 	t.Helper()
 	records := filepath.Join(t.TempDir(), "records")
-	argv := append([]string{stdioTestServer(t), "-records", records}, args...)
+	argv := append([]string{stdiotest.Server(t), "-records", records}, args...)
 	return startDifferential(t, differentialUpstream{name: "kids", tools: stdioTools, undeclared: policy.UndeclaredConfirm,
 		command: &config.Command{Argv: argv, StartTimeout: config.DurationOf(10 * time.Second), StopGrace: config.DurationOf(200 * time.Millisecond)}})
 }
@@ -209,7 +182,7 @@ func TestStdioUpstreamParallelClientsEqualIDs(t *testing.T) {
 func TestStdioUpstreamCrashMidWrite(t *testing.T) {
 	records := filepath.Join(t.TempDir(), "records")
 	e := startDifferential(t, differentialUpstream{name: "kids", tools: stdioTools, undeclared: policy.UndeclaredConfirm,
-		command: &config.Command{Argv: []string{stdioTestServer(t), "-records", records}, StartTimeout: config.DurationOf(10 * time.Second), StopGrace: config.DurationOf(200 * time.Millisecond)}})
+		command: &config.Command{Argv: []string{stdiotest.Server(t), "-records", records}, StartTimeout: config.DurationOf(10 * time.Second), StopGrace: config.DurationOf(200 * time.Millisecond)}})
 	for i, base := range []string{e.proxy, e.drivers["kids"].URL} {
 		args := `{"note":"crash-` + []string{"proxy", "envoy"}[i] + `"}`
 		first := doHeader(t, "POST", base+"/kids/mcp", toHeader(v26("tools/call", "record")), call("1", "record", args))
@@ -283,7 +256,7 @@ func stdioApp(t *testing.T, startTimeout time.Duration, args ...string) (proxy, 
 func stdioAppWith(t *testing.T, mutate func(*config.Config), startTimeout time.Duration, args ...string) (proxy, admin string, stop func()) {
 	t.Helper()
 	cfg := &config.Config{Upstreams: []config.Upstream{{Name: "kids", Tools: stdioTools,
-		Command: &config.Command{Argv: append([]string{stdioTestServer(t)}, args...), StartTimeout: config.DurationOf(startTimeout), StopGrace: config.DurationOf(200 * time.Millisecond)}}}}
+		Command: &config.Command{Argv: append([]string{stdiotest.Server(t)}, args...), StartTimeout: config.DurationOf(startTimeout), StopGrace: config.DurationOf(200 * time.Millisecond)}}}}
 	cfg.Listeners.Proxy.Address = "127.0.0.1:0"
 	cfg.Listeners.Admin.Address = "127.0.0.1:0"
 	mutate(cfg)
@@ -484,7 +457,7 @@ func TestStdioUpstreamServerEverything(t *testing.T) {
 func TestStdioUpstreamInitAndPin(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "mcpgate.yaml")
-	server := stdioTestServer(t)
+	server := stdiotest.Server(t)
 	log := runBin(t, "init", "--upstream-command", server+" -records "+filepath.Join(dir, "records"), "--name", "kids", "--out", out)
 	if !strings.Contains(log, "8 tools of "+server) {
 		t.Errorf("init: %s", log)
@@ -547,7 +520,7 @@ func TestStdioUpstreamCatalog(t *testing.T) {
 func TestStdioUpstreamReadyzNamesTheStartingUpstream(t *testing.T) {
 	admin := freeLoopback(t)
 	cfg := &config.Config{Upstreams: []config.Upstream{{Name: "kids", Tools: stdioTools,
-		Command: &config.Command{Argv: []string{stdioTestServer(t), "-hang-init"}, StartTimeout: config.DurationOf(time.Minute), StopGrace: config.DurationOf(200 * time.Millisecond)}}}}
+		Command: &config.Command{Argv: []string{stdiotest.Server(t), "-hang-init"}, StartTimeout: config.DurationOf(time.Minute), StopGrace: config.DurationOf(200 * time.Millisecond)}}}}
 	cfg.Catalog.Disabled = true
 	cfg.Listeners.Proxy.Address = "127.0.0.1:0"
 	cfg.Listeners.Admin.Address = admin

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -24,34 +23,8 @@ import (
 
 	"github.com/mcpgate/mcpgate/internal/poll"
 	"github.com/mcpgate/mcpgate/internal/stdio"
+	"github.com/mcpgate/mcpgate/internal/stdio/stdiotest"
 )
-
-var (
-	buildOnce  sync.Once
-	serverPath string
-	buildErr   error
-)
-
-// testServer builds the Go SDK stdio server of ./testserver once.
-func testServer(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "stdio-testserver")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		serverPath = filepath.Join(dir, "testserver")
-		out, err := exec.Command("go", "build", "-o", serverPath, "./testserver").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("%v: %s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return serverPath
-}
 
 type rig struct {
 	b   *stdio.Bridge
@@ -71,7 +44,7 @@ func startWith(t *testing.T, with func(*stdio.Options), args ...string) *rig {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	o := stdio.Options{
-		Upstream: "s", Argv: append([]string{testServer(t)}, args...), Listen: "127.0.0.1:0",
+		Upstream: "s", Argv: append([]string{stdiotest.Server(t)}, args...), Listen: "127.0.0.1:0",
 		StartTimeout: 10 * time.Second, StopGrace: 200 * time.Millisecond, MaxMessageBytes: 4 << 20,
 		Metrics: stdio.NewMetrics(reg),
 		Environ: func() ([]string, error) { return []string{"PATH=" + os.Getenv("PATH")}, nil },
@@ -369,7 +342,7 @@ func TestBridgeNotReadyWhenTheChildExitsBeforeInitialize(t *testing.T) {
 
 func TestBridgeGivesUpOnAChildThatNeverInitializes(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	b, err := stdio.Start(stdio.Options{Upstream: "s", Argv: []string{testServer(t), "-hang-init"}, Listen: "127.0.0.1:0",
+	b, err := stdio.Start(stdio.Options{Upstream: "s", Argv: []string{stdiotest.Server(t), "-hang-init"}, Listen: "127.0.0.1:0",
 		StartTimeout: 100 * time.Millisecond, StopGrace: 100 * time.Millisecond, MaxMessageBytes: 1 << 20, Metrics: stdio.NewMetrics(reg)})
 	if err != nil {
 		t.Fatal(err)
@@ -506,7 +479,7 @@ func TestBridgeRelaysListChanged(t *testing.T) {
 // MaxMessageBytes fails its call with a JSON-RPC error, and the child
 // goes on serving.
 func TestBridgeRefusesALineOverTheLimit(t *testing.T) {
-	b, err := stdio.Start(stdio.Options{Upstream: "s", Argv: []string{testServer(t)}, Listen: "127.0.0.1:0",
+	b, err := stdio.Start(stdio.Options{Upstream: "s", Argv: []string{stdiotest.Server(t)}, Listen: "127.0.0.1:0",
 		StartTimeout: 10 * time.Second, StopGrace: 200 * time.Millisecond, MaxMessageBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
@@ -572,7 +545,7 @@ func TestBridgeRestartsAChildWhoseEscapedGrandchildHoldsStderr(t *testing.T) {
 // wait for the child's stop grace (mcpgate is about to exit), the child
 // and its process group are killed rather than left behind.
 func TestBridgeKillsTheChildWhenCloseRunsOutOfTime(t *testing.T) {
-	b, err := stdio.Start(stdio.Options{Upstream: "s", Argv: []string{testServer(t), "-ignore-eof", "-grandchild"}, Listen: "127.0.0.1:0",
+	b, err := stdio.Start(stdio.Options{Upstream: "s", Argv: []string{stdiotest.Server(t), "-ignore-eof", "-grandchild"}, Listen: "127.0.0.1:0",
 		StartTimeout: 10 * time.Second, StopGrace: time.Minute, MaxMessageBytes: 1 << 20,
 		Environ: func() ([]string, error) { return []string{"PATH=" + os.Getenv("PATH")}, nil }})
 	if err != nil {
@@ -622,7 +595,7 @@ func (l *logBuffer) String() string {
 func TestBridgeClosedDuringInitializeSaysItStops(t *testing.T) {
 	for i := range 6 {
 		var logs logBuffer
-		b, err := stdio.Start(stdio.Options{Upstream: "s", Argv: []string{testServer(t), "-hang-init"}, Listen: "127.0.0.1:0",
+		b, err := stdio.Start(stdio.Options{Upstream: "s", Argv: []string{stdiotest.Server(t), "-hang-init"}, Listen: "127.0.0.1:0",
 			StartTimeout: time.Minute, StopGrace: 100 * time.Millisecond, MaxMessageBytes: 1 << 20,
 			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		if err != nil {
