@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/mcpgate/mcpgate/gateway"
@@ -14,13 +15,14 @@ import (
 )
 
 // fakeAuth accepts "Bearer good-<scope>,<scope>" tokens and refuses the rest;
-// it records what it was asked.
+// it counts its calls (the pipeline may call it from several goroutines,
+// e.g. list_changed rechecks).
 type fakeAuth struct {
-	calls int
+	calls atomic.Int64
 }
 
 func (f *fakeAuth) Authenticate(_ context.Context, r *gateway.Request) (*policy.Principal, *gateway.AuthFailure) {
-	f.calls++
+	f.calls.Add(1)
 	h := r.Header.Get("authorization")
 	switch {
 	case h == "":
@@ -107,7 +109,7 @@ func TestAuthentication(t *testing.T) {
 		}
 	})
 	t.Run("protocol gates run before authentication", func(t *testing.T) {
-		before := fa.calls
+		before := fa.calls.Load()
 		for _, r := range []*gateway.Request{
 			authReq("POST", "", `{"jsonrpc":`),                                                  // 400 parse
 			authReq("POST", "", callBody("1", "get_booking"), call("create_booking")...),        // 400 header mismatch
@@ -120,8 +122,8 @@ func TestAuthentication(t *testing.T) {
 				t.Errorf("%s %s: %+v", r.Method, r.Body, v.Local)
 			}
 		}
-		if fa.calls != before {
-			t.Errorf("authenticator called %d times", fa.calls-before)
+		if n := fa.calls.Load(); n != before {
+			t.Errorf("authenticator called %d times", n-before)
 		}
 	})
 	t.Run("notification: 401 without a body", func(t *testing.T) {
