@@ -317,7 +317,7 @@ func TestStdioUpstreamFaultyChildren(t *testing.T) {
 	if s := doHeader(t, "POST", proxy+"/mcp", toHeader(v26("tools/call", "big")), call("20", "big", `{}`)); s.Status != 200 || !strings.Contains(s.Body, strings.Repeat("a", 2<<20)) {
 		t.Errorf("big: %d, %d bytes: %.300s", s.Status, len(s.Body), s.Body)
 	}
-	group := processGroup(pid)
+	group := stdiotest.ProcessGroup(pid)
 	if len(group) < 2 {
 		t.Fatalf("process group %d: %v", pid, group)
 	}
@@ -342,28 +342,6 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
-}
-
-// processGroup lists the processes of group pgid (/proc).
-func processGroup(pgid int) []int {
-	entries, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(stat, ')')
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) > 2 && f[2] == strconv.Itoa(pgid) {
-			out = append(out, pid)
-		}
-	}
-	return out
 }
 
 // serverEverything returns the installed server-everything's program;

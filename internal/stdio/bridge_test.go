@@ -373,7 +373,7 @@ func TestBridgeStopsAChildThatIgnoresEOFAndItsGrandchildren(t *testing.T) {
 	r := start(t, "-ignore-eof", "-grandchild")
 	r.ready(t)
 	pid := r.b.PID()
-	group := groupMembers(pid)
+	group := stdiotest.ProcessGroup(pid)
 	if len(group) < 2 {
 		t.Fatalf("process group %d: %v, want the child and its sleep", pid, group)
 	}
@@ -391,12 +391,12 @@ func TestBridgeLeavesNoProcessesAfterRepeatedCrashes(t *testing.T) {
 	for i := range 3 {
 		r.ready(t)
 		pid := r.b.PID()
-		seen = append(seen, groupMembers(pid)...)
+		seen = append(seen, stdiotest.ProcessGroup(pid)...)
 		r.post(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"crash","arguments":{}}}`, i))
 		poll.Until(t, 10*time.Second, "restart", func() bool { return r.b.PID() != pid })
 	}
 	r.ready(t)
-	seen = append(seen, groupMembers(r.b.PID())...)
+	seen = append(seen, stdiotest.ProcessGroup(r.b.PID())...)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := r.b.Close(ctx); err != nil {
@@ -421,29 +421,6 @@ func gone(t *testing.T, pids []int) {
 func alive(pid int) bool {
 	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
 	return err == nil
-}
-
-// groupMembers lists the processes of process group pgid (/proc).
-func groupMembers(pgid int) []int {
-	entries, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// Fields after the command's closing parenthesis: state ppid pgrp.
-		i := bytes.LastIndexByte(stat, ')')
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) > 2 && f[2] == strconv.Itoa(pgid) {
-			out = append(out, pid)
-		}
-	}
-	return out
 }
 
 // TestBridgeRelaysListChanged: a tools/list_changed of the child reaches
@@ -553,7 +530,7 @@ func TestBridgeKillsTheChildWhenCloseRunsOutOfTime(t *testing.T) {
 	}
 	r := &rig{b: b}
 	r.ready(t)
-	group := groupMembers(b.PID())
+	group := stdiotest.ProcessGroup(b.PID())
 	if len(group) < 2 {
 		t.Fatalf("process group: %v, want the child and its sleep", group)
 	}

@@ -4,10 +4,13 @@
 package stdiotest
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -38,4 +41,28 @@ func Server(tb testing.TB) string {
 		tb.Fatal(err)
 	}
 	return path
+}
+
+// ProcessGroup lists the processes of process group pgid, zombies
+// included (Linux: /proc/<pid>/stat).
+func ProcessGroup(pgid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// Fields after the command's closing parenthesis: state ppid pgrp.
+		i := bytes.LastIndexByte(stat, ')')
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) > 2 && f[2] == strconv.Itoa(pgid) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
