@@ -183,6 +183,9 @@ func (tc *toolCatalog) Tools(upstream string) ([]gateway.CatalogTool, bool) {
 	return cv.tools, true
 }
 
+// Failing reports whether the latest listing of upstream failed.
+func (tc *toolCatalog) Failing(upstream string) bool { return tc.c.Failing(upstream) }
+
 // Tool implements gateway.ToolCatalog.
 func (tc *toolCatalog) Tool(upstream, name string) (gateway.CatalogTool, bool, bool) {
 	cv := tc.view(upstream)

@@ -217,16 +217,19 @@ func (l *memberLister) Capabilities(ctx context.Context, upstream string) (jsont
 }
 
 // membersMissing lists, per server, the members whose tools have not been
-// listed (down, or not listed yet): /readyz names them and
+// listed (down, or not listed yet) or whose latest listing failed (down
+// since: their last listed tools stay, and calls to them fail with the
+// upstream's error): /readyz names them and
 // mcpgate_federation_members_ready is 0 for them.
 func membersMissing(cfg *config.Config, cat gateway.ToolCatalog) map[string][]string {
 	out := map[string][]string{}
+	failing, _ := cat.(interface{ Failing(upstream string) bool })
 	for _, s := range cfg.Servers {
 		for _, m := range s.Members {
 			if cat == nil {
 				continue
 			}
-			if _, loaded := cat.Tools(m.Upstream); !loaded {
+			if _, loaded := cat.Tools(m.Upstream); !loaded || failing != nil && failing.Failing(m.Upstream) {
 				out[s.Name] = append(out[s.Name], m.Upstream)
 			}
 		}
@@ -244,7 +247,7 @@ func missingText(missing map[string][]string) string {
 	if len(parts) == 0 {
 		return ""
 	}
-	return "federation members not available (their tools are left out): " + strings.Join(parts, "; ")
+	return "federation members not available (down or not listed yet): " + strings.Join(parts, "; ")
 }
 
 // federationCollector reports mcpgate_federation_members_ready and
@@ -259,7 +262,7 @@ type federationCollector struct {
 func newFederationCollector(cfg *config.Config, cat gateway.ToolCatalog, lists *memberLister) *federationCollector {
 	return &federationCollector{cfg: cfg, cat: cat, lists: lists,
 		desc: prometheus.NewDesc("mcpgate_federation_members_ready",
-			"Whether a member upstream of a virtual server (servers[]) has its tools listed (1) or is down or not listed yet (0): its tools, prompts and resources are then left out of the server's lists.",
+			"Whether a member upstream of a virtual server (servers[]) answered its latest tool listing (1) or is down or not listed yet (0): a member never listed has its tools, prompts and resources left out of the server's lists; one that failed since keeps its last listed tools, and calls to it fail with the upstream's error.",
 			[]string{"server", "upstream"}, nil),
 		hidden: prometheus.NewDesc("mcpgate_federation_hidden_names",
 			"Tools, prompts and resources (kind) of a virtual server's unprefixed member whose names start with another member's prefix, in the latest listings: they resolve to that member, so they are neither listed nor callable.",

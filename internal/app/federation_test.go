@@ -16,6 +16,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate/config"
+	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/internal/catalog"
 	"github.com/mcpgate/mcpgate/internal/poll"
@@ -154,4 +155,29 @@ func TestMemberLister(t *testing.T) {
 		_, err := l.Items(ctx, "m", "prompts")
 		return err != nil
 	})
+}
+
+// fakeMemberCatalog lists the members in listed; failing ones failed
+// their latest listing.
+type fakeMemberCatalog struct {
+	gateway.ToolCatalog
+	listed, failing map[string]bool
+}
+
+func (c fakeMemberCatalog) Tools(upstream string) ([]gateway.CatalogTool, bool) {
+	return nil, c.listed[upstream]
+}
+
+func (c fakeMemberCatalog) Failing(upstream string) bool { return c.failing[upstream] }
+
+// A member is missing from /readyz and the gauge when it was never listed
+// or when its latest listing failed (its last tools stay listed).
+func TestMembersMissing(t *testing.T) {
+	cfg := &config.Config{Servers: []config.Server{{Name: "s", Route: "/mcp", Members: []config.Member{
+		{Upstream: "up", Prefix: "up"}, {Upstream: "never", Prefix: "never"}, {Upstream: "died", Prefix: "died"}}}}}
+	cat := fakeMemberCatalog{listed: map[string]bool{"up": true, "died": true}, failing: map[string]bool{"died": true}}
+	got := missingText(membersMissing(cfg, cat))
+	if want := "federation members not available (down or not listed yet): server s: never, died"; got != want {
+		t.Fatalf("readyz text %q, want %q", got, want)
+	}
 }

@@ -110,6 +110,9 @@ type Catalog struct {
 type entry struct {
 	u    Upstream
 	snap atomic.Pointer[Snapshot]
+	// failing: the latest listing failed (the previous snapshot, if any,
+	// stays in use).
+	failing atomic.Bool
 
 	mu        sync.Mutex
 	running   *flight // the listing in progress
@@ -181,6 +184,14 @@ func (c *Catalog) Snapshot(upstream string) *Snapshot {
 		return nil
 	}
 	return e.snap.Load()
+}
+
+// Failing reports whether the latest listing of upstream failed: the
+// upstream did not answer when last asked, though its previous snapshot,
+// if any, stays in use.
+func (c *Catalog) Failing(upstream string) bool {
+	e := c.ups[upstream]
+	return e != nil && e.failing.Load()
 }
 
 // Run lists every upstream at once (those already listed by Refresh are
@@ -350,6 +361,7 @@ func (c *Catalog) list(e *entry) error {
 		Logger: c.log.With("upstream", name),
 	})
 	if err != nil {
+		e.failing.Store(true)
 		c.m.refreshes.WithLabelValues(name, "failure").Inc()
 		if prev := e.snap.Load(); prev != nil {
 			c.log.Warn("catalog: listing the upstream's tools failed; the previous listing stays in use",
@@ -361,6 +373,7 @@ func (c *Catalog) list(e *entry) error {
 		return err
 	}
 	old := e.snap.Swap(snap)
+	e.failing.Store(false)
 	c.m.refreshes.WithLabelValues(name, "ok").Inc()
 	c.m.tools.WithLabelValues(name).Set(float64(len(snap.Tools)))
 	c.m.refused.WithLabelValues(name).Set(float64(len(snap.Refused)))

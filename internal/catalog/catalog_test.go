@@ -93,12 +93,27 @@ func TestRefreshKeepsLastGoodSnapshot(t *testing.T) {
 	if good == nil || !slices.Equal(toolNames(good), []string{"a_tool"}) {
 		t.Fatalf("snapshot %+v", good)
 	}
+	if c.Failing("up") {
+		t.Fatal("failing after a good listing")
+	}
 	sw.up.Store(false)
 	if err := c.Refresh(ctx, "up"); err == nil {
 		t.Fatal("refresh of a down upstream succeeded")
 	}
 	if c.Snapshot("up") != good {
 		t.Fatal("the last good snapshot was replaced")
+	}
+	if !c.Failing("up") {
+		t.Fatal("not failing after a failed listing")
+	}
+	sw.up.Store(true)
+	if err := c.Refresh(ctx, "up"); err != nil || c.Failing("up") {
+		t.Fatalf("back up: %v, failing %v", err, c.Failing("up"))
+	}
+	good = c.Snapshot("up")
+	sw.up.Store(false)
+	if err := c.Refresh(ctx, "up"); err == nil || !c.Failing("up") {
+		t.Fatalf("down again: %v, failing %v", err, c.Failing("up"))
 	}
 	ts.Close() // gone entirely: connection refused
 	if err := c.Refresh(ctx, "up"); err == nil {
@@ -107,10 +122,10 @@ func TestRefreshKeepsLastGoodSnapshot(t *testing.T) {
 	if c.Snapshot("up") != good {
 		t.Fatal("the last good snapshot was replaced")
 	}
-	if got := metricValue(t, c.m.refreshes.WithLabelValues("up", "failure")); got != 2 {
+	if got := metricValue(t, c.m.refreshes.WithLabelValues("up", "failure")); got != 3 {
 		t.Fatalf("failures %v", got)
 	}
-	if got := metricValue(t, c.m.refreshes.WithLabelValues("up", "ok")); got != 1 {
+	if got := metricValue(t, c.m.refreshes.WithLabelValues("up", "ok")); got != 2 {
 		t.Fatalf("successes %v", got)
 	}
 	if got := metricValue(t, c.m.tools.WithLabelValues("up")); got != 1 {
@@ -119,7 +134,7 @@ func TestRefreshKeepsLastGoodSnapshot(t *testing.T) {
 	if got := metricValue(t, c.m.lastSuccess.WithLabelValues("up")); got != float64(good.FetchedAt.UnixNano())/1e9 {
 		t.Fatalf("last success %v", got)
 	}
-	if n := logs.count("level=WARN msg=\"catalog: listing the upstream's tools failed; the previous listing stays in use\""); n != 2 {
+	if n := logs.count("level=WARN msg=\"catalog: listing the upstream's tools failed; the previous listing stays in use\""); n != 3 {
 		t.Fatalf("%d warnings:\n%s", n, logs.String())
 	}
 	if changes != 1 {
