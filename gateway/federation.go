@@ -167,19 +167,37 @@ func (p *Pipeline) federate(ctx context.Context, x *Exchange, f *federation) *Ve
 
 // carrier is the member that holds a federated route's
 // subscriptions/listen streams: the first member whose tools are listed
-// (so likely up), else the first.
+// and whose latest listing did not fail (so likely up), else the first
+// listed, else the first.
 func (p *Pipeline) carrier(f *federation) string {
-	if p.opts.Catalog != nil {
-		for _, m := range f.members {
-			if _, loaded := p.opts.Catalog.Tools(m.Upstream); loaded {
-				return m.Upstream
-			}
-		}
-	}
 	if len(f.members) == 0 {
 		return ""
 	}
+	listed := ""
+	if p.opts.Catalog != nil {
+		failing, _ := p.opts.Catalog.(ListingFailures)
+		for _, m := range f.members {
+			if _, loaded := p.opts.Catalog.Tools(m.Upstream); !loaded {
+				continue
+			}
+			if failing == nil || !failing.Failing(m.Upstream) {
+				return m.Upstream
+			}
+			if listed == "" {
+				listed = m.Upstream
+			}
+		}
+	}
+	if listed != "" {
+		return listed
+	}
 	return f.members[0].Upstream
+}
+
+// ListingFailures is what a ToolCatalog may also tell: whether the latest
+// listing of an upstream failed (its previous listing stays in use).
+type ListingFailures interface {
+	Failing(upstream string) bool
 }
 
 // toMember makes the member upstream the exchange's upstream: from here

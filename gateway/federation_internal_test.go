@@ -209,3 +209,44 @@ func FuzzFederationResolve(f *testing.F) {
 		}
 	})
 }
+
+// carrierCatalog lists the upstreams in listed; failing ones failed their
+// latest listing.
+type carrierCatalog struct {
+	ToolCatalog
+	listed, failing map[string]bool
+}
+
+func (c carrierCatalog) Tools(upstream string) ([]CatalogTool, bool) { return nil, c.listed[upstream] }
+func (c carrierCatalog) Failing(upstream string) bool                { return c.failing[upstream] }
+
+// The member holding a federated route's listen streams is one that
+// answers: listed and not failing its latest listing, else listed, else
+// the first.
+func TestFederationCarrier(t *testing.T) {
+	f := newFederations([]Server{testServer})["work"]
+	for _, tc := range []struct {
+		name            string
+		listed, failing []string
+		want            string
+	}{
+		{"the first listed", []string{"files", "wiki"}, nil, "files"},
+		{"a failing member is passed over", []string{"crm", "files", "wiki"}, []string{"crm"}, "files"},
+		{"all failing: the first listed", []string{"files", "wiki"}, []string{"files", "wiki"}, "files"},
+		{"none listed: the first", nil, nil, "crm"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := carrierCatalog{listed: map[string]bool{}, failing: map[string]bool{}}
+			for _, u := range tc.listed {
+				c.listed[u] = true
+			}
+			for _, u := range tc.failing {
+				c.failing[u] = true
+			}
+			p := &Pipeline{opts: Options{Catalog: c}}
+			if got := p.carrier(f); got != tc.want {
+				t.Errorf("carrier = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -223,7 +223,7 @@ func (l *memberLister) Capabilities(ctx context.Context, upstream string) (jsont
 // mcpgate_federation_members_ready is 0 for them.
 func membersMissing(cfg *config.Config, cat gateway.ToolCatalog) map[string][]string {
 	out := map[string][]string{}
-	failing, _ := cat.(interface{ Failing(upstream string) bool })
+	failing, _ := cat.(gateway.ListingFailures)
 	for _, s := range cfg.Servers {
 		for _, m := range s.Members {
 			if cat == nil {
