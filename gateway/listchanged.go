@@ -141,6 +141,7 @@ type listStream struct {
 	pending  [nLists]bool   // an announcement waits to be sent
 	lastLC   [nLists]bool   // the last event relayed was this list's list_changed
 	checking bool           // a recheck runs
+	again    bool           // another recheck was asked for while one ran
 }
 
 func (h *listHub) add(s *listStream) {
@@ -253,20 +254,34 @@ const recheckTimeout = 10 * time.Second
 // recheck computes the tools the stream's principal would be listed now
 // and marks an announcement pending when they differ from the baseline.
 // A stream whose credential no longer authenticates is left alone: its
-// next request is refused anyway.
+// next request is refused anyway. A recheck asked for while one runs is
+// not lost: the running one checks once more when it ends (a change that
+// came after it had read the lists would otherwise wait for the next
+// periodic check).
 func (p *Pipeline) recheck(s *listStream) {
 	s.mu.Lock()
 	if s.checking {
+		s.again = true
 		s.mu.Unlock()
 		return
 	}
 	s.checking = true
 	s.mu.Unlock()
-	defer func() {
+	for {
+		p.recheckOnce(s)
 		s.mu.Lock()
-		s.checking = false
+		if !s.again {
+			s.checking = false
+			s.mu.Unlock()
+			return
+		}
+		s.again = false
 		s.mu.Unlock()
-	}()
+	}
+}
+
+// recheckOnce is one recheck of s.
+func (p *Pipeline) recheckOnce(s *listStream) {
 	ctx, cancel := context.WithTimeout(context.Background(), recheckTimeout)
 	defer cancel()
 	pr := s.x.input.Principal
