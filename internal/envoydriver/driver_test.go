@@ -3,6 +3,7 @@ package envoydriver
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -965,4 +966,42 @@ func TestClientDisconnect(t *testing.T) {
 	resp.Body.Close()
 	// Cleanup closes the front server, which waits for the handler: it must
 	// notice the client went away and return.
+}
+
+// TestKeptAliveConnections sends requests with bodies one after another
+// on kept-alive connections, eight at a time, as agents do: every answer
+// must carry the upstream's body (ending one request must not touch the
+// connection the next request arrives on).
+func TestKeptAliveConnections(t *testing.T) {
+	target := startProcessor(t, eachMessage(passThrough))
+	up, _ := startUpstream(t, echo)
+	_, front := startDriver(t, Config{Target: target, Upstream: up, Mode: &extprocfilterv3.ProcessingMode{
+		RequestBodyMode: extprocfilterv3.ProcessingMode_BUFFERED, ResponseBodyMode: extprocfilterv3.ProcessingMode_BUFFERED}})
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for c := range 8 {
+		wg.Go(func() {
+			client := &http.Client{Timeout: testTimeout, Transport: &http.Transport{MaxConnsPerHost: 1}}
+			defer client.CloseIdleConnections()
+			for i := range 100 {
+				want := fmt.Sprintf(`{"client":%d,"call":%d}`, c, i)
+				resp, err := client.Post(front+"/mcp", "application/json", strings.NewReader(want))
+				if err != nil {
+					errs <- fmt.Errorf("client %d call %d: %w", c, i, err)
+					return
+				}
+				got, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil || resp.StatusCode != 200 || string(got) != want {
+					errs <- fmt.Errorf("client %d call %d: HTTP %d, body %q (%v), want %q", c, i, resp.StatusCode, got, err, want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
 }

@@ -249,10 +249,17 @@ func (x *exchange) run() bool {
 func (x *exchange) cleanup() {
 	close(x.loopDone)
 	if x.reqReaderDone != nil {
-		// A read blocked on a client that sends no more ends at the
-		// deadline; the reader then sees loopDone and returns.
-		_ = x.rc.SetReadDeadline(time.Now())
-		<-x.reqReaderDone
+		select {
+		case <-x.reqReaderDone:
+		default:
+			// A read blocked on a client that sends no more ends at the
+			// deadline; the reader then sees loopDone and returns. The
+			// deadline is the connection's: it is lifted again so that a
+			// kept-alive connection can read its next request.
+			_ = x.rc.SetReadDeadline(time.Now())
+			<-x.reqReaderDone
+			_ = x.rc.SetReadDeadline(time.Time{})
+		}
 	}
 	x.dec.stopTimer()
 	x.enc.stopTimer()
