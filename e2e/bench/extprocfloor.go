@@ -80,10 +80,10 @@ func serveExtProcFloor(stdout io.Writer) error {
 }
 
 // startExtProcFloor runs this program again as the ext_proc floor.
-func startExtProcFloor() (pid int, addr string, stop func(), err error) {
+func startExtProcFloor(prof *profiler) (pid int, addr string, stop func(), err error) {
 	self, err := os.Executable()
 	if err != nil {
 		return 0, "", nil, err
 	}
-	return startChild(self, []string{"-extproc-floor"}, "extproc floor ready ")
+	return startChild(self, append([]string{"-extproc-floor"}, prof.floorArgs("extproc-floor")...), "extproc floor ready ")
 }

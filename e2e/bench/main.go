@@ -122,8 +122,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.StringVar(&o.profile, "profile", "", "write CPU and allocation profiles of the gateway during each measured run of a gateway mode into this directory (the binary is built with e2e/bench/pprofhook; not with -mcpgate)")
 	fs.StringVar(&o.floorTarget, "floor-upstream", "", "internal: run as the floor proxy in front of this upstream origin")
 	extFloor := fs.Bool("extproc-floor", false, "internal: run as the ext_proc floor server")
+	floorProfile := fs.String("floor-profile", "", "internal: as a floor, write a CPU profile into this file between SIGUSR1 and SIGUSR2")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *floorProfile != "" {
+		profileOnSignal(*floorProfile) // profile.go
 	}
 	if o.floorTarget != "" {
 		return serveFloor(o.floorTarget, stdout)
@@ -194,12 +198,12 @@ func serveFloor(target string, stdout io.Writer) error {
 }
 
 // startFloor runs this program again as the floor proxy.
-func startFloor(upstream string) (pid int, url string, stop func(), err error) {
+func startFloor(upstream string, prof *profiler) (pid int, url string, stop func(), err error) {
 	self, err := os.Executable()
 	if err != nil {
 		return 0, "", nil, err
 	}
-	return startChild(self, []string{"-floor-upstream", upstream}, "floor ready ")
+	return startChild(self, append([]string{"-floor-upstream", upstream}, prof.floorArgs("floor")...), "floor ready ")
 }
 
 // startChild runs binary with args, waits for its first line — prefix and
@@ -283,19 +287,19 @@ func bench(ctx context.Context, o options, stdout io.Writer) error {
 	upOrigin := "http://" + upLn.Addr().String()
 	upURL := upOrigin + "/mcp"
 
-	floorPid, floorURL, stopFloor, err := startFloor(upOrigin)
-	if err != nil {
-		return err
-	}
-	defer stopFloor()
-
-	people := slices.Max(o.conc)
 	var prof *profiler
 	if o.profile != "" {
 		if prof, err = newProfiler(o.profile); err != nil { // profile.go
 			return err
 		}
 	}
+	floorPid, floorURL, stopFloor, err := startFloor(upOrigin, prof)
+	if err != nil {
+		return err
+	}
+	defer stopFloor()
+
+	people := slices.Max(o.conc)
 	g, err := rig.StartGateway(ctx, rig.GatewayOptions{Binary: o.binary, Dir: dir, UpstreamURL: upURL, People: people,
 		MaxSSEEventBytes: o.sseCap, RightsStaleness: o.staleness, Stderr: os.Stderr})
 	if err != nil {
@@ -312,7 +316,7 @@ func bench(ctx context.Context, o options, stdout io.Writer) error {
 	var floorEnvURL string
 	var extFloorPid int
 	if slices.Contains(o.modes, "extproc-floor") {
-		pid, addr, stop, err := startExtProcFloor()
+		pid, addr, stop, err := startExtProcFloor(prof)
 		if err != nil {
 			return err
 		}
@@ -401,6 +405,7 @@ type target = struct {
 // reports.
 func measure(ctx context.Context, stdout io.Writer, o options, targets map[string]target, prof *profiler) error {
 	var rows []row
+	var failed []string
 	for _, c := range o.conc {
 		for _, m := range allModes {
 			if !slices.Contains(o.modes, m) {
@@ -410,22 +415,33 @@ func measure(ctx context.Context, stdout io.Writer, o options, targets map[strin
 			lo := rig.LoadOptions{URL: t.url, Tokens: t.tokens, Concurrency: c, DistinctArgs: o.distinct || t.distinct}
 			lo.Calls = o.warmup
 			if w := rig.Load(ctx, lo); w.Failed > 0 {
-				fmt.Fprintf(stdout, "warning: %s c=%d warm-up: %d failed (%s)\n", m, c, w.Failed, w.FirstFail)
+				fmt.Fprintf(stdout, "%s c=%d warm-up: %d failed (%s)\n", m, c, w.Failed, w.FirstFail)
+				failed = append(failed, fmt.Sprintf("%s c=%d warm-up: %d of %d calls", m, c, w.Failed, o.warmup))
 			}
 			lo.Calls = o.calls
 			var cpu0 time.Duration
 			if t.pid != 0 {
 				cpu0, _ = rig.CPUTime(t.pid)
 			}
-			profiled := prof != nil && t.tokens != nil
-			if profiled {
+			gateway, floor := prof != nil && t.tokens != nil, prof != nil && t.tokens == nil && t.pid != 0
+			switch {
+			case gateway:
 				if err := prof.start(m, c); err != nil {
+					return err
+				}
+			case floor:
+				if err := prof.startFloor(t.pid); err != nil {
 					return err
 				}
 			}
 			res := rig.Load(ctx, lo)
-			if profiled {
+			switch {
+			case gateway:
 				if err := prof.stop(m, c); err != nil {
+					return err
+				}
+			case floor:
+				if err := prof.stopFloor(t.pid, m, c); err != nil {
 					return err
 				}
 			}
@@ -440,6 +456,7 @@ func measure(ctx context.Context, stdout io.Writer, o options, targets map[strin
 				res.Percentile(50).Round(time.Microsecond), res.Percentile(99).Round(time.Microsecond), res.Failed)
 			if res.Failed > 0 {
 				fmt.Fprintf(stdout, "         first failure: %s\n", res.FirstFail)
+				failed = append(failed, fmt.Sprintf("%s c=%d: %d of %d calls", m, c, res.Failed, o.calls))
 			}
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -449,6 +466,11 @@ func measure(ctx context.Context, stdout io.Writer, o options, targets map[strin
 	report(stdout, rows)
 	if prof != nil {
 		prof.report(stdout)
+	}
+	if len(failed) > 0 {
+		// A failed call costs a mode less than an answered one: its
+		// figures are not comparable with its floor's.
+		return fmt.Errorf("calls failed (the figures above are not comparable): %s", strings.Join(failed, "; "))
 	}
 	return nil
 }

@@ -10,8 +10,12 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // pprofHook is added to the gateway's build by -profile (a build overlay):
@@ -113,7 +117,7 @@ func (p *profiler) stop(mode string, c int) error {
 
 // report prints the top of each CPU profile and how to read the rest.
 func (p *profiler) report(w io.Writer) {
-	fmt.Fprintf(w, "\nprofiles of the gateway in %s (allocations of a run: go tool pprof -sample_index=alloc_space -base X.allocs-before.pprof X.allocs.pprof):\n", p.dir)
+	fmt.Fprintf(w, "\nprofiles of the gateway and the floors in %s (allocations of a run: go tool pprof -sample_index=alloc_space -base X.allocs-before.pprof X.allocs.pprof):\n", p.dir)
 	for _, f := range p.files {
 		out, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount", "25", f).CombinedOutput()
 		if err != nil {
@@ -122,4 +126,75 @@ func (p *profiler) report(w io.Writer) {
 		}
 		fmt.Fprintf(w, "\n%s\n%s", filepath.Base(f), out)
 	}
+}
+
+// floorArgs are the flags that make a floor process (this program run as
+// the HTTP or the ext_proc floor) profile itself on signals; none without
+// -profile.
+func (p *profiler) floorArgs(name string) []string {
+	if p == nil {
+		return nil
+	}
+	return []string{"-floor-profile", filepath.Join(p.dir, name+".cpu.pprof.tmp")}
+}
+
+// startFloor starts the CPU profile of the floor process pid.
+func (p *profiler) startFloor(pid int) error {
+	return syscall.Kill(pid, syscall.SIGUSR1)
+}
+
+// stopFloor stops the floor's CPU profile and waits for the floor to
+// write it (it renames the file when complete), then names it for the run.
+func (p *profiler) stopFloor(pid int, mode string, c int) error {
+	if err := syscall.Kill(pid, syscall.SIGUSR2); err != nil {
+		return err
+	}
+	done := filepath.Join(p.dir, mode+".cpu.pprof")
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(done); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("floor %s: no CPU profile after SIGUSR2", mode)
+		}
+	}
+	file := p.name(mode, c, "cpu")
+	if err := os.Rename(done, file); err != nil {
+		return err
+	}
+	p.files = append(p.files, file)
+	return nil
+}
+
+// profileOnSignal makes this process (a floor) write a CPU profile into
+// file+".tmp" from SIGUSR1 to SIGUSR2, then rename it to file without the
+// ".tmp" suffix.
+func profileOnSignal(tmp string) {
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, syscall.SIGUSR1, syscall.SIGUSR2)
+	go func() {
+		var f *os.File
+		for s := range sig {
+			switch {
+			case s == syscall.SIGUSR1 && f == nil:
+				var err error
+				if f, err = os.Create(tmp); err == nil {
+					if err = pprof.StartCPUProfile(f); err != nil {
+						_ = f.Close()
+						f = nil
+					}
+				}
+				if err != nil {
+					fmt.Fprintln(os.Stderr, "floor profile:", err)
+				}
+			case s == syscall.SIGUSR2 && f != nil:
+				pprof.StopCPUProfile()
+				_ = f.Close()
+				f = nil
+				if err := os.Rename(tmp, strings.TrimSuffix(tmp, ".tmp")); err != nil {
+					fmt.Fprintln(os.Stderr, "floor profile:", err)
+				}
+			}
+		}
+	}()
 }
