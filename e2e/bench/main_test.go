@@ -1,0 +1,48 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary play the floors: the bench starts its own
+// executable with -floor-upstream or -extproc-floor.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && (os.Args[1] == "-floor-upstream" || os.Args[1] == "-extproc-floor") {
+		if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestBenchSmoke runs every mode of the bench briefly — both floors, the
+// proxy and the ext_proc listener behind the Envoy driver, the memory
+// floor and a short SSE stream — with profiles: every call must be
+// answered (the bench fails a run with a failed call) and every figure
+// printed. The figures themselves are not asserted.
+func TestBenchSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds mcpgate and libfloor")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	err := run(ctx, []string{"-c", "2", "-n", "200", "-warmup", "20", "-sse-bytes", "2000000", "-profile", t.TempDir()}, &out)
+	t.Log(out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"proxy-distinct", "extproc-distinct", "extproc-floor", "memory floor", "floor-c2.cpu.pprof", "extproc-floor-c2.cpu.pprof", "proxy-c2.cpu.pprof"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+}
