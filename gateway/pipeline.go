@@ -391,6 +391,7 @@ type Exchange struct {
 	ended        bool // End ran
 	loopLater    bool // the loop key is made when the answer is known (limits.go)
 	shaper       *shape.Shaper
+	reqMsg       mcp.Message       // what parseMessage reads the request into; msg points here
 	answerMsg    mcp.Message       // what parse reads the answer into (response.go)
 	frame        answerFrame       // the response a shaped tools/call result is written into (response.go)
 	coerced      []byte            // the arguments after coercion (nil: unchanged)
