@@ -23,7 +23,8 @@ func (p *Pipeline) decide(ctx context.Context, x *Exchange, phase string, items 
 		in.Message = policy.Message{Kind: msg.Kind.String(), Method: msg.Method, Name: msg.Name, URI: msg.URI, Arguments: msg.Arguments, ArgumentsStrict: true}
 		p.messageTenants(x)
 		if ci := clientInfo(msg); ci != nil {
-			in.Message.Client = &policy.Client{Name: ci.Name, Version: ci.Version}
+			x.client = policy.Client{Name: ci.Name, Version: ci.Version}
+			in.Message.Client = &x.client
 		}
 		if msg.Method == "tools/call" {
 			x.toolView = p.toolValue(r.Upstream, msg.Name)

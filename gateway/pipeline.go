@@ -412,6 +412,7 @@ type Exchange struct {
 	releaseSlot func()
 	deadline    time.Duration
 	input       policy.Input
+	client      policy.Client // input.Message.Client's storage
 	decision    *policy.Decision
 	cat         catalogLookup // the catalog's answer for this request (catalog.go)
 	// exposedAs is the name a tools/call named its tool by when that is an
