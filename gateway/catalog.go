@@ -258,6 +258,7 @@ func (p *Pipeline) catalogTool(x *Exchange) bool {
 	x.coerced, x.warnings, x.headerParams = res.Arguments, res.Warnings, s.HeaderParams()
 	if res.Arguments != nil {
 		in.Message.Arguments = res.Arguments // the policy judges what is forwarded
+		in.Message.ArgumentsStrict = false
 	}
 	return true
 }

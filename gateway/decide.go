@@ -20,10 +20,11 @@ func (p *Pipeline) decide(ctx context.Context, x *Exchange, phase string, items 
 	if phase == policy.PhaseRequest {
 		r, msg := x.req, x.msg
 		in.Transport = policy.Transport{Kind: r.Transport, HTTPMethod: r.Method, Path: r.Path, Upstream: r.Upstream, Tenant: r.Tenant, ProtocolVersion: x.version, Origin: r.Header.Get("origin")}
-		in.Message = policy.Message{Kind: msg.Kind.String(), Method: msg.Method, Name: msg.Name, URI: msg.URI, Arguments: msg.Arguments}
+		in.Message = policy.Message{Kind: msg.Kind.String(), Method: msg.Method, Name: msg.Name, URI: msg.URI, Arguments: msg.Arguments, ArgumentsStrict: true}
 		p.messageTenants(x)
 		if ci := clientInfo(msg); ci != nil {
-			in.Message.Client = &policy.Client{Name: ci.Name, Version: ci.Version}
+			x.client = policy.Client{Name: ci.Name, Version: ci.Version}
+			in.Message.Client = &x.client
 		}
 		if msg.Method == "tools/call" {
 			x.toolView = p.toolValue(r.Upstream, msg.Name)

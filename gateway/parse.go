@@ -26,7 +26,7 @@ func (p *Pipeline) parseMessage(_ context.Context, x *Exchange) *Verdict {
 	if ferr != nil {
 		return x.answerAs(OutcomeInvalid, local(ferr.Status, mcp.ErrorResponse(nil, ferr)))
 	}
-	msg, perr := mcp.Parse(body, p.opts.MaxJSONDepth)
+	msg, perr := mcp.ParseInto(&x.reqMsg, body, p.opts.MaxJSONDepth)
 	if perr != nil && perr.Code == mcp.CodeInvalidParams && msg != nil && msg.Method != "" &&
 		!mcp.KnownMethodIn(mcp.EffectiveVersion(r.Header, msg), msg.Method, msg.Kind) {
 		// JSON-RPC: a method that does not exist is reported as such

@@ -391,6 +391,7 @@ type Exchange struct {
 	ended        bool // End ran
 	loopLater    bool // the loop key is made when the answer is known (limits.go)
 	shaper       *shape.Shaper
+	reqMsg       mcp.Message       // what parseMessage reads the request into; msg points here
 	answerMsg    mcp.Message       // what parse reads the answer into (response.go)
 	frame        answerFrame       // the response a shaped tools/call result is written into (response.go)
 	coerced      []byte            // the arguments after coercion (nil: unchanged)
@@ -411,6 +412,7 @@ type Exchange struct {
 	releaseSlot func()
 	deadline    time.Duration
 	input       policy.Input
+	client      policy.Client // input.Message.Client's storage
 	decision    *policy.Decision
 	cat         catalogLookup // the catalog's answer for this request (catalog.go)
 	// exposedAs is the name a tools/call named its tool by when that is an

@@ -1,9 +1,7 @@
 package gateway
 
 import (
-	"bytes"
 	"strings"
-	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -18,33 +16,88 @@ var DefaultTenantArguments = []string{"tenant", "tenant_id", "workspace_id", "or
 
 // tenantArguments returns the top-level names in args (a JSON object,
 // already checked as strict JSON) that equal one of names ignoring case;
-// nil when there are none. It reads names only and skips values.
+// nil when there are none. It reads names only and skips values: the
+// bytes are strict JSON, so outside strings a '{' or '[' opens and a '}'
+// or ']' closes a level, and at the first level a string before ':' is a
+// member name.
 func tenantArguments(args jsontext.Value, names map[string]bool) []string {
 	if len(args) == 0 || args[0] != '{' {
 		return nil
 	}
-	d := decoders.Get().(*pooledDecoder)
-	defer decoders.Put(d)
-	d.r.Reset(args)
-	d.dec.Reset(&d.r)
-	dec := d.dec
-	if _, err := dec.ReadToken(); err != nil {
-		return nil
-	}
 	var found []string
-	for dec.PeekKind() == '"' {
-		tok, err := dec.ReadToken()
-		if err != nil {
-			return found
-		}
-		if k := tok.String(); names[foldName(k)] {
-			found = append(found, k)
-		}
-		if err := dec.SkipValue(); err != nil {
-			return found
+	var buf [32]byte
+	depth := 0
+	for i := 0; i < len(args); i++ {
+		switch args[i] {
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+		case '"':
+			start := i
+			escaped := false
+			for i++; i < len(args) && args[i] != '"'; i++ {
+				if args[i] == '\\' {
+					escaped = true
+					i++
+				}
+			}
+			if i >= len(args) {
+				return found // not strict JSON: the parse refused it already
+			}
+			if depth != 1 || !isMemberName(args[i+1:]) {
+				continue
+			}
+			quoted := args[start : i+1]
+			name := quoted[1 : len(quoted)-1]
+			if escaped {
+				var err error
+				if name, err = jsontext.AppendUnquote(nil, quoted); err != nil {
+					continue // not strict JSON: the parse refused it already
+				}
+			}
+			var hit bool
+			if folded, ascii := lowerASCII(buf[:0], name); ascii {
+				hit = names[string(folded)]
+			} else {
+				hit = names[foldName(string(name))]
+			}
+			if hit {
+				found = append(found, string(name))
+			}
 		}
 	}
 	return found
+}
+
+// isMemberName reports whether rest, what follows a string, starts (after
+// whitespace) with ':'.
+func isMemberName(rest []byte) bool {
+	for _, c := range rest {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+		case ':':
+			return true
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// lowerASCII appends name lower-cased to dst, which is foldName's key
+// for an ASCII name; false (and dst unfinished) when name is not ASCII.
+func lowerASCII(dst, name []byte) ([]byte, bool) {
+	for _, c := range name {
+		if c >= utf8.RuneSelf {
+			return dst, false
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst, true
 }
 
 // foldName is the key under which argument names are compared: equal for
@@ -75,16 +128,3 @@ func foldName(s string) string {
 	}
 	return b.String()
 }
-
-// pooledDecoder is a reusable decoder over a byte slice: the name scan runs
-// on every tools/call.
-type pooledDecoder struct {
-	r   bytes.Reader
-	dec *jsontext.Decoder
-}
-
-var decoders = sync.Pool{New: func() any {
-	d := &pooledDecoder{}
-	d.dec = jsontext.NewDecoder(&d.r)
-	return d
-}}

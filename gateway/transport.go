@@ -108,7 +108,9 @@ var fieldRules = [...]struct {
 // The Host allowlist (DNS rebinding) belongs to the listener: the
 // standalone proxy checks it (HostAllowed); under Envoy, virtual hosts do.
 func (p *Pipeline) headerFaults(r *Request) *Local {
-	for _, v := range r.Header.Values("connection") {
+	// fieldRules' names are lower case, as Header keys are: indexed
+	// directly, without Values' case folding (TestFieldRulesLowerCase).
+	for _, v := range r.Header["connection"] {
 		for _, tok := range strings.Split(v, ",") {
 			tok = strings.ToLower(strings.TrimSpace(tok))
 			if tok != "" && !hopByHop[tok] {
@@ -118,7 +120,7 @@ func (p *Pipeline) headerFaults(r *Request) *Local {
 	}
 	for i := range fieldRules {
 		f := &fieldRules[i]
-		vs := r.Header.Values(f.name)
+		vs := r.Header[f.name]
 		if len(vs) == 0 {
 			continue
 		}

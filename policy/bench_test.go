@@ -164,14 +164,21 @@ func BenchmarkMemoKey(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	in := callInput("search_contacts", alice)
-	buf := make([]byte, 0, 1024)
-	loop(b, func() {
-		var ok bool
-		if buf, ok = p.keys.key(buf[:0], in); !ok {
-			b.Fatal("not memoable")
-		}
-	})
+	// scanned: the arguments read again as JSON; strict: read by a strict
+	// parser before (Message.ArgumentsStrict, as the gateway sends them).
+	for _, strict := range []bool{false, true} {
+		b.Run(map[bool]string{false: "scanned", true: "strict"}[strict], func(b *testing.B) {
+			in := callInput("search_contacts", alice)
+			in.Message.ArgumentsStrict = strict
+			buf := make([]byte, 0, 1024)
+			loop(b, func() {
+				var ok bool
+				if buf, ok = p.keys.key(buf[:0], in); !ok {
+					b.Fatal("not memoable")
+				}
+			})
+		})
+	}
 }
 
 // BenchmarkDecideArgumentPolicy is a policy that reads one argument,

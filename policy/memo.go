@@ -283,7 +283,61 @@ func (p *keyPlan) key(b []byte, in *Input) ([]byte, bool) {
 		}
 		return b, true
 	}
+	if in.Message.ArgumentsStrict && plan.kindOnly() {
+		return plan.strictKey(b, args)
+	}
 	return plan.key(b, args)
+}
+
+// kindOnly reports whether the plan reads no part of the arguments but,
+// at most, their own kind (the default policy's).
+func (p *argsPlan) kindOnly() bool {
+	return p.root == nil || len(p.root.children) == 0 && !p.whole[p.root.slot]
+}
+
+// strictKey is key for a kindOnly plan and raw that a strict JSON reader
+// accepted (Message.ArgumentsStrict): the kind is raw's first byte's, and
+// strict JSON passes all of jsonValue's check but the range of numbers
+// with an exponent, so raw is not read as JSON again.
+func (p *argsPlan) strictKey(b []byte, raw []byte) ([]byte, bool) {
+	if p.root != nil {
+		b = append(b, byte(jsontext.Value(raw).Kind()))
+	}
+	return b, exponentsInRange(raw)
+}
+
+// exponentsInRange reports whether every number with an exponent in raw,
+// strict JSON, is one OPA holds (ast.NumberChecked, as argScanner.value
+// checks it): outside strings, a '-' or a digit starts a number, and the
+// number's bytes run to the next byte no number holds.
+func exponentsInRange(raw []byte) bool {
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; {
+		case c == '"':
+			for i++; i < len(raw) && raw[i] != '"'; i++ {
+				if raw[i] == '\\' {
+					i++
+				}
+			}
+		case c == '-' || '0' <= c && c <= '9':
+			j, exp := i, false
+			for ; j < len(raw); j++ {
+				d := raw[j]
+				if d == 'e' || d == 'E' {
+					exp = true
+				} else if !(d == '-' || d == '+' || d == '.' || '0' <= d && d <= '9') {
+					break
+				}
+			}
+			if exp {
+				if _, err := ast.NumberChecked(string(raw[i:j])); err != nil {
+					return false
+				}
+			}
+			i = j - 1
+		}
+	}
+	return true
 }
 
 // inputValue builds the OPA input of in with only the parts of the

@@ -163,15 +163,21 @@ func TestDecisionMemoDifferential(t *testing.T) {
 			memo, parts, plain := differentialEngines(t, pol.rego)
 			r := rand.New(rand.NewPCG(1, uint64(len(pol.name))))
 			pool := make([]*Input, 200)
+			// Half the inputs say their arguments were read strictly,
+			// as the gateway's do (Message.ArgumentsStrict).
+			strict := func(in *Input) *Input {
+				in.Message.ArgumentsStrict = r.IntN(2) == 0 && jsontext.Value(in.Message.Arguments).IsValid()
+				return in
+			}
 			for i := range pool {
-				pool[i] = genInput(r)
+				pool[i] = strict(genInput(r))
 			}
 			inputs := make([]*Input, 4000)
 			for i := range inputs {
 				if r.IntN(2) == 0 {
 					inputs[i] = pool[r.IntN(len(pool))]
 				} else {
-					inputs[i] = genInput(r)
+					inputs[i] = strict(genInput(r))
 				}
 			}
 			const workers = 4
@@ -284,7 +290,8 @@ func TestDecisionMemoByArgument(t *testing.T) {
 // decision, and refuses what the evaluation refuses.
 func FuzzMemoKey(f *testing.F) {
 	type engines3 struct{ memo, parts, plain *Engine }
-	var engines []engines3
+	m, pa, pl := differentialEngines(f, "") // the default policy: no argument read
+	engines := []engines3{{m, pa, pl}}
 	for _, pol := range readsPolicies {
 		if pol.memo {
 			m, pa, pl := differentialEngines(f, pol.rego)
@@ -307,6 +314,16 @@ func FuzzMemoKey(f *testing.F) {
 			got, gerr := x.Decide(context.Background(), in)
 			if err := sameDecision(got, gerr, want, werr); err != nil {
 				t.Fatalf("%q: %v", args, err)
+			}
+		}
+		if jsontext.Value(args).IsValid() {
+			// As the gateway sends them: read by a strict parser.
+			in.Message.ArgumentsStrict = true
+			for _, x := range []*Engine{e.memo, e.memo, e.parts} {
+				got, gerr := x.Decide(context.Background(), in)
+				if err := sameDecision(got, gerr, want, werr); err != nil {
+					t.Fatalf("%q, strict: %v", args, err)
+				}
 			}
 		}
 	})

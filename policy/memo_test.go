@@ -1,13 +1,16 @@
 package policy
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -475,3 +478,64 @@ func memoKey(b []byte, in *Input) []byte {
 }
 
 var wholeKeyPlan = newKeyPlan(&readNode{whole: true})
+
+// TestExponentsInRangeMatchesScan holds the memo's shortcut for strict
+// arguments (Message.ArgumentsStrict, argsPlan.strictKey) to the full
+// read it replaces, on strict JSON with numbers in and out of OPA's range,
+// in strings and out.
+func TestExponentsInRangeMatchesScan(t *testing.T) {
+	cases := []string{
+		`{}`, `{"a":1}`, `{"a":1e3}`, `{"a":-1.5E+300}`, `{"a":1e999999999}`, `{"a":-2E-999999999}`,
+		`{"a":"1e999999999"}`, `{"a":"x\"1e999999999"}`, `{"a\\":[1e999999999]}`, `{"e":[0,-0.0e0,true,false,null]}`,
+		`{"a":{"b":[{"c":1E400}]}}`, `{"a":12345678901234567890e-5}`, ` { "a" : 7e1 , "b" : [ 1e2 ] } `,
+		`[1e999999999]`, `"s"`, `12`, `-1e3`, `-1e999999999`, `null`, `true`, ` [] `,
+	}
+	r := rand.New(rand.NewPCG(7, 11))
+	parts := []string{`1`, `-0`, `2.5`, `1e5`, `1E999999999`, `-3e-999999999`, `"1e999999999"`, `"\"1e9"`, `"\\"`, `true`, `null`, `"é"`}
+	var gen func(depth int) string
+	gen = func(depth int) string {
+		if depth > 3 || r.IntN(3) == 0 {
+			return parts[r.IntN(len(parts))]
+		}
+		n := r.IntN(4)
+		if r.IntN(2) == 0 {
+			s := "["
+			for i := range n {
+				if i > 0 {
+					s += ","
+				}
+				s += gen(depth + 1)
+			}
+			return s + "]"
+		}
+		s := "{"
+		for i := range n {
+			if i > 0 {
+				s += ","
+			}
+			s += fmt.Sprintf(`"k%d":%s`, i, gen(depth+1))
+		}
+		return s + "}"
+	}
+	for range 3000 {
+		cases = append(cases, `{"x":`+gen(0)+`}`)
+	}
+	for _, c := range cases {
+		raw := []byte(c)
+		if !jsontext.Value(raw).IsValid() {
+			t.Fatalf("case %s is not strict JSON", c)
+		}
+		// No part read (validArguments), and the kind alone (the
+		// default policy's plan).
+		for _, plan := range []*argsPlan{validArguments, newArgsPlan(&readNode{})} {
+			if !plan.kindOnly() {
+				t.Fatal("plan reads parts")
+			}
+			wantKey, want := plan.key(nil, raw)
+			gotKey, got := plan.strictKey(nil, raw)
+			if got != want || got && !bytes.Equal(gotKey, wantKey) {
+				t.Errorf("%s: strictKey %q %v, full read %q %v", c, gotKey, got, wantKey, want)
+			}
+		}
+	}
+}

@@ -70,6 +70,13 @@ type Message struct {
 	// (normally an object), already checked as strict JSON by gateway/mcp.
 	// The engine converts it to an OPA value without a JSON round trip.
 	Arguments jsontext.Value `json:"arguments,omitempty"`
+	// ArgumentsStrict says that Arguments are exactly bytes a strict JSON
+	// reader accepted (jsontext's defaults: valid UTF-8, no duplicate
+	// names, one value without trailing data), as gateway/mcp's parse
+	// does. The decision memo's check of the arguments then only looks
+	// for numbers OPA cannot hold instead of reading the JSON again.
+	// Never set it for bytes not read so.
+	ArgumentsStrict bool `json:"-"`
 	// TenantArguments are the top-level argument names of a tools/call
 	// that would choose a tenant (tenant, tenant_id, workspace_id, org_id
 	// and policy.tenant_arguments, compared case-insensitively), found by

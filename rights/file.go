@@ -209,8 +209,8 @@ func (f *FileSource) refresh() {
 		return
 	}
 	if f.interval == 0 {
-		if fi, err := os.Stat(f.path); err == nil {
-			if st := f.state.Load(); st.err == nil && st.sig == sigOf(fi) {
+		if sig, err := statSig(f.path); err == nil {
+			if st := f.state.Load(); st.err == nil && st.sig == sig {
 				return
 			}
 		}

@@ -540,3 +540,39 @@ func TestFileUnchangedLookupTakesNoLock(t *testing.T) {
 		t.Errorf("after the edit: %+v", l)
 	}
 }
+
+// TestStatSigIsSigOf: the signature lookups compare (statSig) is the one
+// the locked check and a load record (os.Stat, sigOf), for a file, the
+// file rewritten, replaced by rename, and a missing one.
+func TestStatSigIsSigOf(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "rights.yaml")
+	same := func(step string) {
+		t.Helper()
+		got, gerr := statSig(path)
+		fi, err := os.Stat(path)
+		if (gerr == nil) != (err == nil) {
+			t.Fatalf("%s: statSig error %v, os.Stat error %v", step, gerr, err)
+		}
+		if err == nil && got != sigOf(fi) {
+			t.Fatalf("%s: statSig %+v, sigOf %+v", step, got, sigOf(fi))
+		}
+	}
+	same("missing")
+	if err := os.WriteFile(path, []byte(sampleFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	same("written")
+	if err := os.WriteFile(path, []byte(sampleFile+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	same("rewritten")
+	next := filepath.Join(dir, "next.yaml")
+	if err := os.WriteFile(next, []byte(sampleFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(next, path); err != nil {
+		t.Fatal(err)
+	}
+	same("replaced by rename")
+}

@@ -112,6 +112,11 @@ type parser struct {
 	scratch  []byte   // unescaping buffer
 	dst      *Message // where done writes the message; nil: a new one
 	st       parseState
+	// recent are short strings of earlier messages (tool names, client
+	// names and versions), handed out again when a message repeats them,
+	// as a client does on every request: strings are immutable.
+	recent     [8]string
+	nextRecent int
 }
 
 // parseState is what one Parse call collects.
@@ -352,7 +357,7 @@ func (p *parser) requiredString(f rawField, what string) (string, *Error) {
 	if f.v.Kind() != '"' {
 		return "", newInvalidParams(what + " must be a string")
 	}
-	return internString(p.unquote(f.v)), nil
+	return p.str(p.unquote(f.v)), nil
 }
 
 // done returns a copy of the collected message.
@@ -477,7 +482,7 @@ func (p *parser) parseMeta() *Error {
 				p.meta(newInvalidParams(`params._meta["` + MetaKeyProtocolVersion + `"] must be a string`))
 				continue
 			}
-			s := internString(p.unquote(v))
+			s := p.str(p.unquote(v))
 			if s == "" {
 				p.meta(newUnsupportedVersion(s, "_meta protocol version"))
 			}
@@ -551,7 +556,7 @@ func (p *parser) parseImplementation() (impl *Implementation, ok bool, e *Error)
 				ok = false
 				continue
 			}
-			*dst = string(p.unquote(v))
+			*dst = p.str(p.unquote(v))
 		}
 	}
 	if !ok || !hasName {
@@ -684,6 +689,26 @@ func valueDepth(v []byte, limit int) int {
 		}
 	}
 	return deepest
+}
+
+// maxRecent is the longest string parser.str remembers.
+const maxRecent = 64
+
+// str returns b as a string, without allocating when it is one of
+// SupportedVersions or one of the parser's recent strings.
+func (p *parser) str(b []byte) string {
+	if len(b) > maxRecent {
+		return string(b)
+	}
+	for _, s := range p.recent {
+		if s == string(b) {
+			return s
+		}
+	}
+	s := internString(b)
+	p.recent[p.nextRecent] = s
+	p.nextRecent = (p.nextRecent + 1) % len(p.recent)
+	return s
 }
 
 // internString returns b as a string, without allocating when it is one of

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"unsafe"
@@ -544,5 +545,29 @@ func TestParamsCaseVariants(t *testing.T) {
 	// Other members are free.
 	if _, e := Parse([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","Names":"x"}}`), 0); e != nil {
 		t.Errorf("unrelated member refused: %v", e)
+	}
+}
+
+// TestParseReusesRecentStrings: the parser hands out again the short
+// strings of earlier messages (a client repeats its tool names and
+// clientInfo on every request) and every message still reads its own.
+func TestParseReusesRecentStrings(t *testing.T) {
+	body := func(tool, version string) []byte {
+		return []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool +
+			`","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"agent","version":"` + version + `"}}}}`)
+	}
+	long := strings.Repeat("x", 100)
+	for i := range 200 {
+		tool, version := fmt.Sprintf("tool_%d", i%13), fmt.Sprintf("1.%d", i%5)
+		if i%7 == 0 {
+			tool = long + tool
+		}
+		m, e := Parse(body(tool, version), 0)
+		if e != nil {
+			t.Fatal(e)
+		}
+		if m.Name != tool || m.Meta.ClientInfo == nil || m.Meta.ClientInfo.Name != "agent" || m.Meta.ClientInfo.Version != version {
+			t.Fatalf("message %d: name %q, client %+v; want %q, agent %q", i, m.Name, m.Meta.ClientInfo, tool, version)
+		}
 	}
 }
