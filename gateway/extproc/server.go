@@ -32,6 +32,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
@@ -655,46 +656,51 @@ func immediate(l *gateway.Local) *extprocv3.ProcessingResponse {
 
 // mutation builds a HeaderMutation that overwrites each header in set.
 //
-// Its options, header values and raw bytes are cut from one array each
-// rather than allocated per header, and the append flags are shared
-// (never modified; gRPC only reads a message it sends).
+// Each header's option and value come from one array rather than being
+// allocated per header, the append flags are shared, and raw_value holds
+// the value's own bytes (rawBytes), not a copy: gRPC only reads a message
+// it sends, and nothing else writes to it.
 func mutation(set mcp.Header, remove []string) *extprocv3.HeaderMutation {
 	if len(set) == 0 && len(remove) == 0 {
 		return nil
 	}
 	m := &extprocv3.HeaderMutation{RemoveHeaders: remove}
-	n, size := 0, 0
+	n := 0
 	for _, vals := range set {
 		n += len(vals)
-		for _, v := range vals {
-			size += len(v)
-		}
 	}
 	if n == 0 {
 		return m
 	}
+	type setHeader struct {
+		o  corev3.HeaderValueOption
+		hv corev3.HeaderValue
+	}
 	m.SetHeaders = make([]*corev3.HeaderValueOption, 0, n)
-	opts := make([]corev3.HeaderValueOption, n)
-	hvs := make([]corev3.HeaderValue, n)
-	raw := make([]byte, 0, size)
+	hs := make([]setHeader, n)
 	j := 0
 	for k, vals := range set {
 		for i, v := range vals {
-			start := len(raw)
-			raw = append(raw, v...)
 			// ext_proc honours the (deprecated) append flag, not
 			// append_action: false overwrites, true adds a value
 			// (Envoy mutation_utils.cc). Values go in raw_value only.
-			hvs[j].Key, hvs[j].RawValue = k, raw[start:len(raw):len(raw)]
-			opts[j].Header, opts[j].Append = &hvs[j], overwriteFlag
+			h := &hs[j]
+			h.hv.Key, h.hv.RawValue = k, rawBytes(v)
+			h.o.Header, h.o.Append = &h.hv, overwriteFlag
 			if i > 0 {
-				opts[j].Append = appendFlag
+				h.o.Append = appendFlag
 			}
-			m.SetHeaders = append(m.SetHeaders, &opts[j])
+			m.SetHeaders = append(m.SetHeaders, &h.o)
 			j++
 		}
 	}
 	return m
+}
+
+// rawBytes is s's bytes without a copy, for a field of a message that is
+// only marshalled (never written to: strings are immutable).
+func rawBytes(s string) []byte {
+	return unsafe.Slice(unsafe.StringData(s), len(s))
 }
 
 // contentLength is the mutation that sets content-length to n (the one
@@ -732,33 +738,30 @@ type pseudoHeaders struct {
 // ":status" apart (the last value wins). Envoy sends values in raw_value
 // (value in older releases).
 //
-// The first values of all fields share one backing array, each field's
-// slice capped at length 1, so that a repeated field — or a later Add by
-// the pipeline — appends into a fresh array and never overwrites the next
-// field's value. The values Envoy sends in raw_value are cut from one
-// string holding them all. That makes the map's values two allocations
-// instead of two per field; a value kept past the request (none is) would
-// keep the others' bytes with it.
+// A value from raw_value is a string over the message's own bytes
+// (rawString), not a copy: a received message is never written to, and
+// protobuf's Unmarshal copies every bytes field out of gRPC's buffer. The
+// first values of all fields share one backing array, each field's slice
+// capped at length 1, so that a repeated field — or a later Add by the
+// pipeline — appends into a fresh array and never overwrites the next
+// field's value. Envoy's header map keeps names lower-case whatever the
+// client's protocol, so lower-casing costs a scan and no copy.
 func fromHeaderMap(hm *corev3.HeaderMap) (mcp.Header, pseudoHeaders) {
 	hvs := hm.GetHeaders()
-	hdr := make(mcp.Header, len(hvs))
-	vals := make([]string, 0, len(hvs))
-	size := 0
+	regular := 0
 	for _, hv := range hvs {
-		size += len(hv.GetRawValue())
+		if !strings.HasPrefix(hv.GetKey(), ":") {
+			regular++
+		}
 	}
-	var all strings.Builder
-	all.Grow(size)
-	for _, hv := range hvs {
-		all.Write(hv.GetRawValue())
-	}
-	raws := all.String()
+	hdr := make(mcp.Header, regular)
+	vals := make([]string, 0, regular)
 	var p pseudoHeaders
 	for _, hv := range hvs {
 		k := strings.ToLower(hv.GetKey())
 		v := hv.GetValue()
-		if n := len(hv.GetRawValue()); n > 0 {
-			v, raws = raws[:n], raws[n:]
+		if raw := hv.GetRawValue(); len(raw) > 0 {
+			v = rawString(raw)
 		}
 		if strings.HasPrefix(k, ":") {
 			switch k {
@@ -780,6 +783,12 @@ func fromHeaderMap(hm *corev3.HeaderMap) (mcp.Header, pseudoHeaders) {
 		hdr[k] = vals[n-1 : n : n]
 	}
 	return hdr, p
+}
+
+// rawString is b as a string without a copy, for bytes of a received
+// message (never written to after Unmarshal).
+func rawString(b []byte) string {
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // FlowControlWindow is the HTTP/2 flow-control window, in bytes, the
