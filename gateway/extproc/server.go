@@ -170,6 +170,7 @@ func New(o Options) (*Server, error) {
 type exchange struct {
 	s       *Server
 	stream  extprocv3.ExternalProcessor_ProcessServer
+	a       *answers // the stream's messages (answers.go)
 	ctx     context.Context
 	req     *gateway.Request
 	x       *gateway.Exchange
@@ -192,11 +193,11 @@ type exchange struct {
 // override_message_timeout before it.
 func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error {
 	ctx := stream.Context()
-	ex := &exchange{s: s, stream: stream, ctx: ctx}
+	ex := &exchange{s: s, stream: stream, ctx: ctx, a: &answers{}}
 	defer ex.finish()
+	in := &ex.a.in
 	for {
-		in, err := stream.Recv()
-		if err != nil {
+		if err := stream.RecvMsg(in); err != nil {
 			if errors.Is(err, io.EOF) || status.Code(err) == codes.Canceled {
 				return nil
 			}
@@ -286,14 +287,14 @@ func (ex *exchange) requestHeaders(in *extprocv3.ProcessingRequest, h *extprocv3
 		if l := checkBodyMode(in); l != nil {
 			return immediate(l)
 		}
-		return headersResponse(nil, false)
+		return ex.a.headersAnswer(false, change{}, nil)
 	}
 	ex.decide(gateway.PhaseRequestHeaders)
 	if ex.verdict.Local != nil {
 		return immediate(ex.verdict.Local)
 	}
 	set, remove, clear := ex.routing(ex.withPath(ex.verdict.SetHeader), ex.verdict.RemoveHeader)
-	return headersResponse(mutation(set, remove), clear)
+	return ex.a.headersAnswer(false, change{header: mutation(set, remove), clearRoute: clear}, nil)
 }
 
 // withPath returns set with the :path the upstream gets when the client's
@@ -327,18 +328,14 @@ func (ex *exchange) requestBody(b *extprocv3.HttpBody) *extprocv3.ProcessingResp
 		return immediate(v.Local)
 	}
 	set := ex.withPath(v.SetHeader)
-	var body *extprocv3.BodyMutation
 	if v.BodyChanged {
 		// In BUFFERED mode Envoy keeps the headers until this answer, so
 		// content-length must match the new body or Envoy rejects it.
 		set = set.Clone()
 		set.Set("content-length", strconv.Itoa(len(v.Body)))
-		body = &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: v.Body}}
 	}
 	set, remove, clear := ex.routing(set, v.RemoveHeader)
-	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: &extprocv3.BodyResponse{
-		Response: &extprocv3.CommonResponse{HeaderMutation: mutation(set, remove), BodyMutation: body, ClearRouteCache: clear},
-	}}}
+	return ex.a.bodyAnswer(false, change{header: mutation(set, remove), setBody: v.BodyChanged, body: v.Body, clearRoute: clear})
 }
 
 // decide runs the pipeline on the request, within MessageBudget, or
@@ -439,7 +436,7 @@ func (ot *overrideTimer) fire() {
 // (NONE), BUFFERED JSON, or STREAMED SSE event by event.
 func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.ProcessingResponse {
 	if ex.x == nil {
-		return headersResponseFor(true, nil, nil)
+		return ex.a.headersAnswer(true, change{}, nil)
 	}
 	hdr, pseudo := fromHeaderMap(h.GetHeaders())
 	code, _ := strconv.Atoi(pseudo.status)
@@ -464,10 +461,10 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.Process
 	case mode == gateway.PassThrough:
 		// Nothing to inspect: Envoy relays the body itself, streams
 		// included, without buffering it for mcpgate.
-		override = responseMode(extprocfilterv3.ProcessingMode_NONE)
+		override = passThroughMode
 		ex.finish()
 	case mode == gateway.StreamSSE:
-		override = responseMode(extprocfilterv3.ProcessingMode_STREAMED)
+		override = streamedMode
 		remove = append(remove, "content-length")
 		if set == nil {
 			set = mcp.Header{}
@@ -477,32 +474,18 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.Process
 		set.Set("x-accel-buffering", "no")
 		ex.streaming = true
 	}
-	return headersResponseFor(true, mutation(set, remove), override)
-}
-
-// responseMode is the whole processing mode sent as mode_override (Envoy
-// replaces the mode with it): the request side as configured, the response
-// body as chosen, trailers skipped.
-func responseMode(body extprocfilterv3.ProcessingMode_BodySendMode) *extprocfilterv3.ProcessingMode {
-	return &extprocfilterv3.ProcessingMode{
-		RequestHeaderMode:   extprocfilterv3.ProcessingMode_SEND,
-		RequestBodyMode:     extprocfilterv3.ProcessingMode_BUFFERED,
-		RequestTrailerMode:  extprocfilterv3.ProcessingMode_SKIP,
-		ResponseHeaderMode:  extprocfilterv3.ProcessingMode_SEND,
-		ResponseBodyMode:    body,
-		ResponseTrailerMode: extprocfilterv3.ProcessingMode_SKIP,
-	}
+	return ex.a.headersAnswer(true, change{header: mutation(set, remove)}, override)
 }
 
 // responseBody shapes a BUFFERED JSON body, or one STREAMED chunk of SSE.
 func (ex *exchange) responseBody(b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
 	if ex.x == nil || ex.finished && !ex.streaming {
-		return continueBody() // nothing to do, or a repeated end of stream
+		return ex.a.bodyAnswer(true, change{}) // nothing to do, or a repeated end of stream
 	}
 	switch ex.mode {
 	case gateway.BufferJSON:
 		if !b.GetEndOfStream() {
-			return continueBody()
+			return ex.a.bodyAnswer(true, change{})
 		}
 		out, changed, err := ex.x.ResponseBody(ex.ctx, b.GetBody())
 		if err != nil {
@@ -510,16 +493,14 @@ func (ex *exchange) responseBody(b *extprocv3.HttpBody) *extprocv3.ProcessingRes
 		}
 		ex.finish()
 		if !changed {
-			return continueBody()
+			return ex.a.bodyAnswer(true, change{})
 		}
 		// Shaped or decoded: relayed uncompressed. In BUFFERED mode Envoy
 		// holds the headers until this answer and applies its mutation.
-		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{
-			Response: &extprocv3.CommonResponse{HeaderMutation: contentLength(len(out), contentEncoding), BodyMutation: &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: out}}},
-		}}}
+		return ex.a.bodyAnswer(true, change{header: contentLength(len(out), contentEncoding), setBody: true, body: out})
 	case gateway.StreamSSE:
 		if !ex.streaming {
-			return continueBody() // a repeated end of stream
+			return ex.a.bodyAnswer(true, change{}) // a repeated end of stream
 		}
 		ex.out = ex.out[:0]
 		emit := func(p []byte) error { ex.out = append(ex.out, p...); return nil }
@@ -538,20 +519,11 @@ func (ex *exchange) responseBody(b *extprocv3.HttpBody) *extprocv3.ProcessingRes
 			ex.streaming = false
 			ex.finish()
 		}
-		mut := &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: append([]byte(nil), ex.out...)}}
-		if len(ex.out) == 0 {
-			mut = &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_ClearBody{ClearBody: true}}
-		}
-		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{
-			Response: &extprocv3.CommonResponse{BodyMutation: mut},
-		}}}
+		// ex.out is sent as it is: the answer is marshalled before the
+		// next chunk reuses it (answers).
+		return ex.a.bodyAnswer(true, change{setBody: len(ex.out) > 0, body: ex.out, clearBody: len(ex.out) == 0})
 	}
-	return continueBody()
-}
-
-// continueBody answers a response body chunk with no change.
-func continueBody() *extprocv3.ProcessingResponse {
-	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{}}}
+	return ex.a.bodyAnswer(true, change{})
 }
 
 // Results of Server.upstream.
@@ -625,22 +597,6 @@ var noBody = []string{"0"}
 // contentEncoding is the removal that goes with a decoded answer; shared,
 // never modified.
 var contentEncoding = []string{"content-encoding"}
-
-// headersResponse answers request headers with m; clear asks Envoy to
-// choose the route again (route.go).
-func headersResponse(m *extprocv3.HeaderMutation, clear bool) *extprocv3.ProcessingResponse {
-	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{
-		Response: &extprocv3.CommonResponse{HeaderMutation: m, ClearRouteCache: clear},
-	}}}
-}
-
-func headersResponseFor(response bool, m *extprocv3.HeaderMutation, override *extprocfilterv3.ProcessingMode) *extprocv3.ProcessingResponse {
-	hr := &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{HeaderMutation: m}}
-	if !response {
-		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: hr}}
-	}
-	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: hr}, ModeOverride: override}
-}
 
 // immediate turns a local answer into an ImmediateResponse. Envoy's own
 // default content type is text/plain, so the answer's headers are always
