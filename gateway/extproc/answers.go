@@ -6,9 +6,10 @@ import (
 )
 
 // answers holds the messages of one stream: the ProcessingRequest being
-// answered and the parts of its answer. Envoy sends a stream's messages
-// one at a time, and Process sends each answer (gRPC marshals it inside
-// Send) before it reads the next message into the same ProcessingRequest
+// answered and the parts of its answer. Process takes a stream's messages
+// one at a time: it sends each answer (gRPC marshals it inside Send; the
+// listener has no stats handler or interceptor that could keep a message)
+// before it reads the next message into the same ProcessingRequest
 // (Unmarshal resets it and allocates what it holds anew, so values taken
 // from one message stay intact). One set therefore serves every message
 // of the stream: answering costs no allocation beyond a header mutation.
@@ -60,33 +61,38 @@ func (a *answers) commonResponse(c change) *extprocv3.CommonResponse {
 	return &a.common
 }
 
-// headersAnswer answers request headers (response false) or response
-// headers with c and, for response headers, the processing mode override
-// (nil for none).
-func (a *answers) headersAnswer(response bool, c change, override *extprocfilterv3.ProcessingMode) *extprocv3.ProcessingResponse {
-	a.headers = extprocv3.HeadersResponse{Response: a.commonResponse(c)}
-	a.resp = extprocv3.ProcessingResponse{ModeOverride: override}
-	if response {
-		a.respHeaders.ResponseHeaders = &a.headers
-		a.resp.Response = &a.respHeaders
-	} else {
-		a.reqHeaders.RequestHeaders = &a.headers
-		a.resp.Response = &a.reqHeaders
-	}
-	return &a.resp
-}
+// The messages an answer answers.
+const (
+	requestHeaders = iota
+	requestBody
+	responseHeaders
+	responseBody // a buffered body, or one chunk of a streamed one
+)
 
-// bodyAnswer answers a request body (response false) or a response body
-// (chunk) with c.
-func (a *answers) bodyAnswer(response bool, c change) *extprocv3.ProcessingResponse {
-	a.body = extprocv3.BodyResponse{Response: a.commonResponse(c)}
-	a.resp = extprocv3.ProcessingResponse{}
-	if response {
-		a.respBody.ResponseBody = &a.body
-		a.resp.Response = &a.respBody
-	} else {
-		a.reqBody.RequestBody = &a.body
-		a.resp.Response = &a.reqBody
+// answer is the answer to a message of kind msg (requestHeaders…) with c
+// and, for response headers, the processing mode override (nil for none).
+func (a *answers) answer(msg int, c change, override *extprocfilterv3.ProcessingMode) *extprocv3.ProcessingResponse {
+	cr := a.commonResponse(c)
+	a.resp = extprocv3.ProcessingResponse{ModeOverride: override}
+	switch msg {
+	case requestHeaders, responseHeaders:
+		a.headers = extprocv3.HeadersResponse{Response: cr}
+		if msg == requestHeaders {
+			a.reqHeaders.RequestHeaders = &a.headers
+			a.resp.Response = &a.reqHeaders
+		} else {
+			a.respHeaders.ResponseHeaders = &a.headers
+			a.resp.Response = &a.respHeaders
+		}
+	default:
+		a.body = extprocv3.BodyResponse{Response: cr}
+		if msg == requestBody {
+			a.reqBody.RequestBody = &a.body
+			a.resp.Response = &a.reqBody
+		} else {
+			a.respBody.ResponseBody = &a.body
+			a.resp.Response = &a.respBody
+		}
 	}
 	return &a.resp
 }

@@ -24,7 +24,7 @@ func (ex *exchange) stopped(b *extprocv3.HttpBody) *extprocv3.ProcessingResponse
 		if b.GetEndOfStream() {
 			ex.streaming = false
 			ex.finish()
-			return ex.a.bodyAnswer(true, change{clearBody: true})
+			return ex.a.answer(responseBody, change{clearBody: true}, nil)
 		}
 		// The response headers are out: Envoy resets the stream.
 		return immediate(&gateway.Local{Status: 503})
@@ -34,5 +34,5 @@ func (ex *exchange) stopped(b *extprocv3.HttpBody) *extprocv3.ProcessingResponse
 		ex.streaming = false
 		ex.finish()
 	}
-	return ex.a.bodyAnswer(true, change{setBody: true, body: ex.out})
+	return ex.a.answer(responseBody, change{setBody: true, body: ex.out}, nil)
 }

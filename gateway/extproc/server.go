@@ -287,14 +287,14 @@ func (ex *exchange) requestHeaders(in *extprocv3.ProcessingRequest, h *extprocv3
 		if l := checkBodyMode(in); l != nil {
 			return immediate(l)
 		}
-		return ex.a.headersAnswer(false, change{}, nil)
+		return ex.a.answer(requestHeaders, change{}, nil)
 	}
 	ex.decide(gateway.PhaseRequestHeaders)
 	if ex.verdict.Local != nil {
 		return immediate(ex.verdict.Local)
 	}
 	set, remove, clear := ex.routing(ex.withPath(ex.verdict.SetHeader), ex.verdict.RemoveHeader)
-	return ex.a.headersAnswer(false, change{header: mutation(set, remove), clearRoute: clear}, nil)
+	return ex.a.answer(requestHeaders, change{header: mutation(set, remove), clearRoute: clear}, nil)
 }
 
 // withPath returns set with the :path the upstream gets when the client's
@@ -335,7 +335,7 @@ func (ex *exchange) requestBody(b *extprocv3.HttpBody) *extprocv3.ProcessingResp
 		set.Set("content-length", strconv.Itoa(len(v.Body)))
 	}
 	set, remove, clear := ex.routing(set, v.RemoveHeader)
-	return ex.a.bodyAnswer(false, change{header: mutation(set, remove), setBody: v.BodyChanged, body: v.Body, clearRoute: clear})
+	return ex.a.answer(requestBody, change{header: mutation(set, remove), setBody: v.BodyChanged, body: v.Body, clearRoute: clear}, nil)
 }
 
 // decide runs the pipeline on the request, within MessageBudget, or
@@ -436,7 +436,7 @@ func (ot *overrideTimer) fire() {
 // (NONE), BUFFERED JSON, or STREAMED SSE event by event.
 func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.ProcessingResponse {
 	if ex.x == nil {
-		return ex.a.headersAnswer(true, change{}, nil)
+		return ex.a.answer(responseHeaders, change{}, nil)
 	}
 	hdr, pseudo := fromHeaderMap(h.GetHeaders())
 	code, _ := strconv.Atoi(pseudo.status)
@@ -474,18 +474,18 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.Process
 		set.Set("x-accel-buffering", "no")
 		ex.streaming = true
 	}
-	return ex.a.headersAnswer(true, change{header: mutation(set, remove)}, override)
+	return ex.a.answer(responseHeaders, change{header: mutation(set, remove)}, override)
 }
 
 // responseBody shapes a BUFFERED JSON body, or one STREAMED chunk of SSE.
 func (ex *exchange) responseBody(b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
 	if ex.x == nil || ex.finished && !ex.streaming {
-		return ex.a.bodyAnswer(true, change{}) // nothing to do, or a repeated end of stream
+		return ex.a.answer(responseBody, change{}, nil) // nothing to do, or a repeated end of stream
 	}
 	switch ex.mode {
 	case gateway.BufferJSON:
 		if !b.GetEndOfStream() {
-			return ex.a.bodyAnswer(true, change{})
+			return ex.a.answer(responseBody, change{}, nil)
 		}
 		out, changed, err := ex.x.ResponseBody(ex.ctx, b.GetBody())
 		if err != nil {
@@ -493,14 +493,14 @@ func (ex *exchange) responseBody(b *extprocv3.HttpBody) *extprocv3.ProcessingRes
 		}
 		ex.finish()
 		if !changed {
-			return ex.a.bodyAnswer(true, change{})
+			return ex.a.answer(responseBody, change{}, nil)
 		}
 		// Shaped or decoded: relayed uncompressed. In BUFFERED mode Envoy
 		// holds the headers until this answer and applies its mutation.
-		return ex.a.bodyAnswer(true, change{header: contentLength(len(out), contentEncoding), setBody: true, body: out})
+		return ex.a.answer(responseBody, change{header: contentLength(len(out), contentEncoding), setBody: true, body: out}, nil)
 	case gateway.StreamSSE:
 		if !ex.streaming {
-			return ex.a.bodyAnswer(true, change{}) // a repeated end of stream
+			return ex.a.answer(responseBody, change{}, nil) // a repeated end of stream
 		}
 		ex.out = ex.out[:0]
 		emit := func(p []byte) error { ex.out = append(ex.out, p...); return nil }
@@ -521,9 +521,9 @@ func (ex *exchange) responseBody(b *extprocv3.HttpBody) *extprocv3.ProcessingRes
 		}
 		// ex.out is sent as it is: the answer is marshalled before the
 		// next chunk reuses it (answers).
-		return ex.a.bodyAnswer(true, change{setBody: len(ex.out) > 0, body: ex.out, clearBody: len(ex.out) == 0})
+		return ex.a.answer(responseBody, change{setBody: len(ex.out) > 0, body: ex.out, clearBody: len(ex.out) == 0}, nil)
 	}
-	return ex.a.bodyAnswer(true, change{})
+	return ex.a.answer(responseBody, change{}, nil)
 }
 
 // Results of Server.upstream.
