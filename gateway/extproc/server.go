@@ -279,8 +279,10 @@ func (ex *exchange) requestHeaders(in *extprocv3.ProcessingRequest, h *extprocv3
 		// A declared length over the limit is refused before Envoy
 		// buffers the body, as the standalone proxy refuses it before
 		// reading: no body was read, so the id is null.
-		if n, err := strconv.ParseInt(hdr.Get("content-length"), 10, 64); err == nil && n > limit {
-			return immediate(gateway.TooLarge(limit))
+		if cl := hdr.Get("content-length"); cl != "" {
+			if n, err := strconv.ParseInt(cl, 10, 64); err == nil && n > limit {
+				return immediate(gateway.TooLarge(limit))
+			}
 		}
 	}
 	if !h.GetEndOfStream() {
