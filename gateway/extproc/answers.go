@@ -1,6 +1,8 @@
 package extproc
 
 import (
+	"sync"
+
 	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 )
@@ -29,6 +31,20 @@ type answers struct {
 	reqBody     extprocv3.ProcessingResponse_RequestBody
 	respHeaders extprocv3.ProcessingResponse_ResponseHeaders
 	respBody    extprocv3.ProcessingResponse_ResponseBody
+}
+
+// answerSets keeps answers from one stream for the next: nothing holds a
+// set once its stream's Process has returned. Each answer was marshalled
+// inside Send, and what the pipeline keeps of a received message (header
+// values, the body) lives in what Unmarshal allocated for it, which the
+// ProcessingRequest only points to.
+var answerSets = sync.Pool{New: func() any { return new(answers) }}
+
+// release clears a (so that it keeps nothing of its stream alive) and
+// returns it to answerSets.
+func (a *answers) release() {
+	*a = answers{}
+	answerSets.Put(a)
 }
 
 // change is what an answer's CommonResponse carries. An answer with no

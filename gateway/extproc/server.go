@@ -193,7 +193,9 @@ type exchange struct {
 // override_message_timeout before it.
 func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error {
 	ctx := stream.Context()
-	ex := &exchange{s: s, stream: stream, ctx: ctx, a: &answers{}}
+	a := answerSets.Get().(*answers)
+	defer a.release()
+	ex := &exchange{s: s, stream: stream, ctx: ctx, a: a}
 	defer ex.finish()
 	in := &ex.a.in
 	for {
