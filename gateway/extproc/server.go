@@ -44,7 +44,6 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
-	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
@@ -298,7 +297,7 @@ func (ex *exchange) requestHeaders(in *extprocv3.ProcessingRequest, h *extprocv3
 		return immediate(ex.verdict.Local)
 	}
 	set, remove, clear := ex.routing(ex.withPath(ex.verdict.SetHeader), ex.verdict.RemoveHeader)
-	return ex.a.answer(requestHeaders, change{header: mutation(set, remove), clearRoute: clear}, nil)
+	return ex.a.answer(requestHeaders, change{header: ex.a.mutation(set, remove), clearRoute: clear}, nil)
 }
 
 // withPath returns set with the :path the upstream gets when the client's
@@ -339,7 +338,7 @@ func (ex *exchange) requestBody(b *extprocv3.HttpBody) *extprocv3.ProcessingResp
 		set.Set("content-length", strconv.Itoa(len(v.Body)))
 	}
 	set, remove, clear := ex.routing(set, v.RemoveHeader)
-	return ex.a.answer(requestBody, change{header: mutation(set, remove), setBody: v.BodyChanged, body: v.Body, clearRoute: clear}, nil)
+	return ex.a.answer(requestBody, change{header: ex.a.mutation(set, remove), setBody: v.BodyChanged, body: v.Body, clearRoute: clear}, nil)
 }
 
 // decide runs the pipeline on the request, within MessageBudget, or
@@ -478,7 +477,7 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.Process
 		set.Set("x-accel-buffering", "no")
 		ex.streaming = true
 	}
-	return ex.a.answer(responseHeaders, change{header: mutation(set, remove)}, override)
+	return ex.a.answer(responseHeaders, change{header: ex.a.mutation(set, remove)}, override)
 }
 
 // responseBody shapes a BUFFERED JSON body, or one STREAMED chunk of SSE.
@@ -501,7 +500,7 @@ func (ex *exchange) responseBody(b *extprocv3.HttpBody) *extprocv3.ProcessingRes
 		}
 		// Shaped or decoded: relayed uncompressed. In BUFFERED mode Envoy
 		// holds the headers until this answer and applies its mutation.
-		return ex.a.answer(responseBody, change{header: contentLength(len(out), contentEncoding), setBody: true, body: out}, nil)
+		return ex.a.answer(responseBody, change{header: ex.a.contentLength(len(out), contentEncoding), setBody: true, body: out}, nil)
 	case gateway.StreamSSE:
 		if !ex.streaming {
 			return ex.a.answer(responseBody, change{}, nil) // a repeated end of stream
@@ -613,79 +612,6 @@ func immediate(l *gateway.Local) *extprocv3.ProcessingResponse {
 		Details: "mcpgate",
 	}}}
 }
-
-// mutation builds a HeaderMutation that overwrites each header in set.
-//
-// Each header's option and value come from one array rather than being
-// allocated per header, the append flags are shared, and raw_value holds
-// the value's own bytes (rawBytes), not a copy: gRPC only reads a message
-// it sends, and nothing else writes to it.
-func mutation(set mcp.Header, remove []string) *extprocv3.HeaderMutation {
-	if len(set) == 0 && len(remove) == 0 {
-		return nil
-	}
-	m := &extprocv3.HeaderMutation{RemoveHeaders: remove}
-	n := 0
-	for _, vals := range set {
-		n += len(vals)
-	}
-	if n == 0 {
-		return m
-	}
-	type setHeader struct {
-		o  corev3.HeaderValueOption
-		hv corev3.HeaderValue
-	}
-	m.SetHeaders = make([]*corev3.HeaderValueOption, 0, n)
-	hs := make([]setHeader, n)
-	j := 0
-	for k, vals := range set {
-		for i, v := range vals {
-			// ext_proc honours the (deprecated) append flag, not
-			// append_action: false overwrites, true adds a value
-			// (Envoy mutation_utils.cc). Values go in raw_value only.
-			h := &hs[j]
-			h.hv.Key, h.hv.RawValue = k, rawBytes(v)
-			h.o.Header, h.o.Append = &h.hv, overwriteFlag
-			if i > 0 {
-				h.o.Append = appendFlag
-			}
-			m.SetHeaders = append(m.SetHeaders, &h.o)
-			j++
-		}
-	}
-	return m
-}
-
-// rawBytes is s's bytes without a copy, for a field of a message that is
-// only marshalled (never written to: strings are immutable).
-func rawBytes(s string) []byte {
-	return unsafe.Slice(unsafe.StringData(s), len(s))
-}
-
-// contentLength is the mutation that sets content-length to n (the one
-// header an answer with a new body needs) and removes remove, built
-// without a Header map.
-func contentLength(n int, remove []string) *extprocv3.HeaderMutation {
-	type parts struct {
-		opt [1]*corev3.HeaderValueOption
-		o   corev3.HeaderValueOption
-		hv  corev3.HeaderValue
-		raw [20]byte
-	}
-	p := &parts{}
-	p.hv.Key, p.hv.RawValue = "content-length", strconv.AppendInt(p.raw[:0], int64(n), 10)
-	p.o.Header, p.o.Append = &p.hv, overwriteFlag
-	p.opt[0] = &p.o
-	return &extprocv3.HeaderMutation{SetHeaders: p.opt[:], RemoveHeaders: remove}
-}
-
-// The append flags of HeaderValueOption, shared by every mutation: sent
-// only, never modified.
-var (
-	overwriteFlag = wrapperspb.Bool(false)
-	appendFlag    = wrapperspb.Bool(true)
-)
 
 // pseudoHeaders are the pseudo-header fields of an Envoy header map that
 // mcpgate reads (RFC 9113 section 8.3); the others are dropped.
