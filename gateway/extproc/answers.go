@@ -20,8 +20,9 @@ import (
 // before it reads the next message into the same ProcessingRequest
 // (Unmarshal resets it and allocates what it holds anew, so values taken
 // from one message stay intact). One set therefore serves every message
-// of the stream: answering costs no allocation beyond a header mutation.
-// Rare answers are built apart: immediate responses, trailers, and the
+// of the stream, header mutations included (headerStore), and answering
+// allocates nothing once the set's header storage has grown. Rare
+// answers are built apart: immediate responses, trailers, and the
 // override_message_timeout the override timer sends from its own
 // goroutine.
 type answers struct {
