@@ -94,7 +94,7 @@ func TestMutation(t *testing.T) {
 // contentLength marshals to what mutation builds for the same header.
 func TestContentLength(t *testing.T) {
 	for _, n := range []int{0, 7, 1234567890} {
-		a, err := proto.MarshalOptions{Deterministic: true}.Marshal(contentLength(n, contentEncoding))
+		a, err := proto.MarshalOptions{Deterministic: true}.Marshal(new(answers).contentLength(n, contentEncoding))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,5 +102,54 @@ func TestContentLength(t *testing.T) {
 		if string(a) != string(b) {
 			t.Fatalf("%d: contentLength differs from mutation", n)
 		}
+	}
+}
+
+// A stream's answers reuse one header storage: each mutation built in it
+// marshals to what a mutation built apart marshals to, whatever was built
+// in it before, and so after the set went back to the pool.
+func TestMutationStorageReused(t *testing.T) {
+	wire := func(m *extprocv3.HeaderMutation) string {
+		t.Helper()
+		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	many := mcp.Header{"x-a": {"1", "2"}, "x-b": {"3"}, "x-c": {"4"}}
+	one := mcp.Header{"x-d": {"5"}}
+	a := answerSets.Get().(*answers)
+	for round := range 2 {
+		for _, step := range []struct {
+			build func() *extprocv3.HeaderMutation
+			want  *extprocv3.HeaderMutation
+		}{
+			{func() *extprocv3.HeaderMutation { return a.mutation(many, nil) }, mutation(many, nil)},
+			{func() *extprocv3.HeaderMutation { return a.mutation(one, []string{"x-e"}) }, mutation(one, []string{"x-e"})},
+			{func() *extprocv3.HeaderMutation { return a.contentLength(12, contentEncoding) }, mutation(mcp.Header{"content-length": {"12"}}, contentEncoding)},
+			{func() *extprocv3.HeaderMutation { return a.mutation(many, nil) }, mutation(many, nil)},
+		} {
+			got := step.build()
+			// Map order varies: compare header by header.
+			if len(got.GetSetHeaders()) != len(step.want.GetSetHeaders()) || !slices.Equal(got.GetRemoveHeaders(), step.want.GetRemoveHeaders()) {
+				t.Fatalf("round %d: %v, want %v", round, got, step.want)
+			}
+			byKey := func(m *extprocv3.HeaderMutation) map[string][]string {
+				out := map[string][]string{}
+				for _, o := range m.GetSetHeaders() {
+					out[o.GetHeader().GetKey()] = append(out[o.GetHeader().GetKey()], wire(&extprocv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{o}}))
+				}
+				return out
+			}
+			g, w := byKey(got), byKey(step.want)
+			for k := range w {
+				if !slices.Equal(g[k], w[k]) {
+					t.Fatalf("round %d: %s: %q, want %q", round, k, g[k], w[k])
+				}
+			}
+		}
+		a.release()
+		a = answerSets.Get().(*answers)
 	}
 }

@@ -24,7 +24,7 @@ func (ex *exchange) stopped(b *extprocv3.HttpBody) *extprocv3.ProcessingResponse
 		if b.GetEndOfStream() {
 			ex.streaming = false
 			ex.finish()
-			return clearBody()
+			return ex.a.answer(responseBody, change{clearBody: true}, nil)
 		}
 		// The response headers are out: Envoy resets the stream.
 		return immediate(&gateway.Local{Status: 503})
@@ -34,13 +34,5 @@ func (ex *exchange) stopped(b *extprocv3.HttpBody) *extprocv3.ProcessingResponse
 		ex.streaming = false
 		ex.finish()
 	}
-	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{
-		Response: &extprocv3.CommonResponse{BodyMutation: &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: append([]byte(nil), ex.out...)}}},
-	}}}
-}
-
-func clearBody() *extprocv3.ProcessingResponse {
-	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{
-		Response: &extprocv3.CommonResponse{BodyMutation: &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_ClearBody{ClearBody: true}}},
-	}}}
+	return ex.a.answer(responseBody, change{setBody: true, body: ex.out}, nil)
 }

@@ -32,6 +32,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
@@ -43,7 +44,6 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
-	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
@@ -169,6 +169,7 @@ func New(o Options) (*Server, error) {
 type exchange struct {
 	s       *Server
 	stream  extprocv3.ExternalProcessor_ProcessServer
+	a       *answers // the stream's messages (answers.go)
 	ctx     context.Context
 	req     *gateway.Request
 	x       *gateway.Exchange
@@ -191,11 +192,13 @@ type exchange struct {
 // override_message_timeout before it.
 func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error {
 	ctx := stream.Context()
-	ex := &exchange{s: s, stream: stream, ctx: ctx}
+	a := answerSets.Get().(*answers)
+	defer a.release()
+	ex := &exchange{s: s, stream: stream, ctx: ctx, a: a}
 	defer ex.finish()
+	in := &ex.a.in
 	for {
-		in, err := stream.Recv()
-		if err != nil {
+		if err := stream.RecvMsg(in); err != nil {
 			if errors.Is(err, io.EOF) || status.Code(err) == codes.Canceled {
 				return nil
 			}
@@ -277,22 +280,24 @@ func (ex *exchange) requestHeaders(in *extprocv3.ProcessingRequest, h *extprocv3
 		// A declared length over the limit is refused before Envoy
 		// buffers the body, as the standalone proxy refuses it before
 		// reading: no body was read, so the id is null.
-		if n, err := strconv.ParseInt(hdr.Get("content-length"), 10, 64); err == nil && n > limit {
-			return immediate(gateway.TooLarge(limit))
+		if cl := hdr.Get("content-length"); cl != "" {
+			if n, err := strconv.ParseInt(cl, 10, 64); err == nil && n > limit {
+				return immediate(gateway.TooLarge(limit))
+			}
 		}
 	}
 	if !h.GetEndOfStream() {
 		if l := checkBodyMode(in); l != nil {
 			return immediate(l)
 		}
-		return headersResponse(nil, false)
+		return ex.a.answer(requestHeaders, change{}, nil)
 	}
 	ex.decide(gateway.PhaseRequestHeaders)
 	if ex.verdict.Local != nil {
 		return immediate(ex.verdict.Local)
 	}
 	set, remove, clear := ex.routing(ex.withPath(ex.verdict.SetHeader), ex.verdict.RemoveHeader)
-	return headersResponse(mutation(set, remove), clear)
+	return ex.a.answer(requestHeaders, change{header: ex.a.mutation(set, remove), clearRoute: clear}, nil)
 }
 
 // withPath returns set with the :path the upstream gets when the client's
@@ -326,18 +331,14 @@ func (ex *exchange) requestBody(b *extprocv3.HttpBody) *extprocv3.ProcessingResp
 		return immediate(v.Local)
 	}
 	set := ex.withPath(v.SetHeader)
-	var body *extprocv3.BodyMutation
 	if v.BodyChanged {
 		// In BUFFERED mode Envoy keeps the headers until this answer, so
 		// content-length must match the new body or Envoy rejects it.
 		set = set.Clone()
 		set.Set("content-length", strconv.Itoa(len(v.Body)))
-		body = &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: v.Body}}
 	}
 	set, remove, clear := ex.routing(set, v.RemoveHeader)
-	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: &extprocv3.BodyResponse{
-		Response: &extprocv3.CommonResponse{HeaderMutation: mutation(set, remove), BodyMutation: body, ClearRouteCache: clear},
-	}}}
+	return ex.a.answer(requestBody, change{header: ex.a.mutation(set, remove), setBody: v.BodyChanged, body: v.Body, clearRoute: clear}, nil)
 }
 
 // decide runs the pipeline on the request, within MessageBudget, or
@@ -438,7 +439,7 @@ func (ot *overrideTimer) fire() {
 // (NONE), BUFFERED JSON, or STREAMED SSE event by event.
 func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.ProcessingResponse {
 	if ex.x == nil {
-		return headersResponseFor(true, nil, nil)
+		return ex.a.answer(responseHeaders, change{}, nil)
 	}
 	hdr, pseudo := fromHeaderMap(h.GetHeaders())
 	code, _ := strconv.Atoi(pseudo.status)
@@ -463,10 +464,10 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.Process
 	case mode == gateway.PassThrough:
 		// Nothing to inspect: Envoy relays the body itself, streams
 		// included, without buffering it for mcpgate.
-		override = responseMode(extprocfilterv3.ProcessingMode_NONE)
+		override = passThroughMode
 		ex.finish()
 	case mode == gateway.StreamSSE:
-		override = responseMode(extprocfilterv3.ProcessingMode_STREAMED)
+		override = streamedMode
 		remove = append(remove, "content-length")
 		if set == nil {
 			set = mcp.Header{}
@@ -476,32 +477,18 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.Process
 		set.Set("x-accel-buffering", "no")
 		ex.streaming = true
 	}
-	return headersResponseFor(true, mutation(set, remove), override)
-}
-
-// responseMode is the whole processing mode sent as mode_override (Envoy
-// replaces the mode with it): the request side as configured, the response
-// body as chosen, trailers skipped.
-func responseMode(body extprocfilterv3.ProcessingMode_BodySendMode) *extprocfilterv3.ProcessingMode {
-	return &extprocfilterv3.ProcessingMode{
-		RequestHeaderMode:   extprocfilterv3.ProcessingMode_SEND,
-		RequestBodyMode:     extprocfilterv3.ProcessingMode_BUFFERED,
-		RequestTrailerMode:  extprocfilterv3.ProcessingMode_SKIP,
-		ResponseHeaderMode:  extprocfilterv3.ProcessingMode_SEND,
-		ResponseBodyMode:    body,
-		ResponseTrailerMode: extprocfilterv3.ProcessingMode_SKIP,
-	}
+	return ex.a.answer(responseHeaders, change{header: ex.a.mutation(set, remove)}, override)
 }
 
 // responseBody shapes a BUFFERED JSON body, or one STREAMED chunk of SSE.
 func (ex *exchange) responseBody(b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
 	if ex.x == nil || ex.finished && !ex.streaming {
-		return continueBody() // nothing to do, or a repeated end of stream
+		return ex.a.answer(responseBody, change{}, nil) // nothing to do, or a repeated end of stream
 	}
 	switch ex.mode {
 	case gateway.BufferJSON:
 		if !b.GetEndOfStream() {
-			return continueBody()
+			return ex.a.answer(responseBody, change{}, nil)
 		}
 		out, changed, err := ex.x.ResponseBody(ex.ctx, b.GetBody())
 		if err != nil {
@@ -509,16 +496,14 @@ func (ex *exchange) responseBody(b *extprocv3.HttpBody) *extprocv3.ProcessingRes
 		}
 		ex.finish()
 		if !changed {
-			return continueBody()
+			return ex.a.answer(responseBody, change{}, nil)
 		}
 		// Shaped or decoded: relayed uncompressed. In BUFFERED mode Envoy
 		// holds the headers until this answer and applies its mutation.
-		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{
-			Response: &extprocv3.CommonResponse{HeaderMutation: contentLength(len(out), contentEncoding), BodyMutation: &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: out}}},
-		}}}
+		return ex.a.answer(responseBody, change{header: ex.a.contentLength(len(out), contentEncoding), setBody: true, body: out}, nil)
 	case gateway.StreamSSE:
 		if !ex.streaming {
-			return continueBody() // a repeated end of stream
+			return ex.a.answer(responseBody, change{}, nil) // a repeated end of stream
 		}
 		ex.out = ex.out[:0]
 		emit := func(p []byte) error { ex.out = append(ex.out, p...); return nil }
@@ -537,20 +522,11 @@ func (ex *exchange) responseBody(b *extprocv3.HttpBody) *extprocv3.ProcessingRes
 			ex.streaming = false
 			ex.finish()
 		}
-		mut := &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: append([]byte(nil), ex.out...)}}
-		if len(ex.out) == 0 {
-			mut = &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_ClearBody{ClearBody: true}}
-		}
-		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{
-			Response: &extprocv3.CommonResponse{BodyMutation: mut},
-		}}}
+		// ex.out is sent as it is: the answer is marshalled before the
+		// next chunk reuses it (answers).
+		return ex.a.answer(responseBody, change{setBody: len(ex.out) > 0, body: ex.out, clearBody: len(ex.out) == 0}, nil)
 	}
-	return continueBody()
-}
-
-// continueBody answers a response body chunk with no change.
-func continueBody() *extprocv3.ProcessingResponse {
-	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{}}}
+	return ex.a.answer(responseBody, change{}, nil)
 }
 
 // Results of Server.upstream.
@@ -625,22 +601,6 @@ var noBody = []string{"0"}
 // never modified.
 var contentEncoding = []string{"content-encoding"}
 
-// headersResponse answers request headers with m; clear asks Envoy to
-// choose the route again (route.go).
-func headersResponse(m *extprocv3.HeaderMutation, clear bool) *extprocv3.ProcessingResponse {
-	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{
-		Response: &extprocv3.CommonResponse{HeaderMutation: m, ClearRouteCache: clear},
-	}}}
-}
-
-func headersResponseFor(response bool, m *extprocv3.HeaderMutation, override *extprocfilterv3.ProcessingMode) *extprocv3.ProcessingResponse {
-	hr := &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{HeaderMutation: m}}
-	if !response {
-		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: hr}}
-	}
-	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: hr}, ModeOverride: override}
-}
-
 // immediate turns a local answer into an ImmediateResponse. Envoy's own
 // default content type is text/plain, so the answer's headers are always
 // set explicitly.
@@ -653,74 +613,6 @@ func immediate(l *gateway.Local) *extprocv3.ProcessingResponse {
 	}}}
 }
 
-// mutation builds a HeaderMutation that overwrites each header in set.
-//
-// Its options, header values and raw bytes are cut from one array each
-// rather than allocated per header, and the append flags are shared
-// (never modified; gRPC only reads a message it sends).
-func mutation(set mcp.Header, remove []string) *extprocv3.HeaderMutation {
-	if len(set) == 0 && len(remove) == 0 {
-		return nil
-	}
-	m := &extprocv3.HeaderMutation{RemoveHeaders: remove}
-	n, size := 0, 0
-	for _, vals := range set {
-		n += len(vals)
-		for _, v := range vals {
-			size += len(v)
-		}
-	}
-	if n == 0 {
-		return m
-	}
-	m.SetHeaders = make([]*corev3.HeaderValueOption, 0, n)
-	opts := make([]corev3.HeaderValueOption, n)
-	hvs := make([]corev3.HeaderValue, n)
-	raw := make([]byte, 0, size)
-	j := 0
-	for k, vals := range set {
-		for i, v := range vals {
-			start := len(raw)
-			raw = append(raw, v...)
-			// ext_proc honours the (deprecated) append flag, not
-			// append_action: false overwrites, true adds a value
-			// (Envoy mutation_utils.cc). Values go in raw_value only.
-			hvs[j].Key, hvs[j].RawValue = k, raw[start:len(raw):len(raw)]
-			opts[j].Header, opts[j].Append = &hvs[j], overwriteFlag
-			if i > 0 {
-				opts[j].Append = appendFlag
-			}
-			m.SetHeaders = append(m.SetHeaders, &opts[j])
-			j++
-		}
-	}
-	return m
-}
-
-// contentLength is the mutation that sets content-length to n (the one
-// header an answer with a new body needs) and removes remove, built
-// without a Header map.
-func contentLength(n int, remove []string) *extprocv3.HeaderMutation {
-	type parts struct {
-		opt [1]*corev3.HeaderValueOption
-		o   corev3.HeaderValueOption
-		hv  corev3.HeaderValue
-		raw [20]byte
-	}
-	p := &parts{}
-	p.hv.Key, p.hv.RawValue = "content-length", strconv.AppendInt(p.raw[:0], int64(n), 10)
-	p.o.Header, p.o.Append = &p.hv, overwriteFlag
-	p.opt[0] = &p.o
-	return &extprocv3.HeaderMutation{SetHeaders: p.opt[:], RemoveHeaders: remove}
-}
-
-// The append flags of HeaderValueOption, shared by every mutation: sent
-// only, never modified.
-var (
-	overwriteFlag = wrapperspb.Bool(false)
-	appendFlag    = wrapperspb.Bool(true)
-)
-
 // pseudoHeaders are the pseudo-header fields of an Envoy header map that
 // mcpgate reads (RFC 9113 section 8.3); the others are dropped.
 type pseudoHeaders struct {
@@ -732,33 +624,30 @@ type pseudoHeaders struct {
 // ":status" apart (the last value wins). Envoy sends values in raw_value
 // (value in older releases).
 //
-// The first values of all fields share one backing array, each field's
-// slice capped at length 1, so that a repeated field — or a later Add by
-// the pipeline — appends into a fresh array and never overwrites the next
-// field's value. The values Envoy sends in raw_value are cut from one
-// string holding them all. That makes the map's values two allocations
-// instead of two per field; a value kept past the request (none is) would
-// keep the others' bytes with it.
+// A value from raw_value is a string over the message's own bytes
+// (rawString), not a copy: a received message is never written to, and
+// protobuf's Unmarshal copies every bytes field out of gRPC's buffer. The
+// first values of all fields share one backing array, each field's slice
+// capped at length 1, so that a repeated field — or a later Add by the
+// pipeline — appends into a fresh array and never overwrites the next
+// field's value. Envoy's header map keeps names lower-case whatever the
+// client's protocol, so lower-casing costs a scan and no copy.
 func fromHeaderMap(hm *corev3.HeaderMap) (mcp.Header, pseudoHeaders) {
 	hvs := hm.GetHeaders()
-	hdr := make(mcp.Header, len(hvs))
-	vals := make([]string, 0, len(hvs))
-	size := 0
+	regular := 0
 	for _, hv := range hvs {
-		size += len(hv.GetRawValue())
+		if !strings.HasPrefix(hv.GetKey(), ":") {
+			regular++
+		}
 	}
-	var all strings.Builder
-	all.Grow(size)
-	for _, hv := range hvs {
-		all.Write(hv.GetRawValue())
-	}
-	raws := all.String()
+	hdr := make(mcp.Header, regular)
+	vals := make([]string, 0, regular)
 	var p pseudoHeaders
 	for _, hv := range hvs {
 		k := strings.ToLower(hv.GetKey())
 		v := hv.GetValue()
-		if n := len(hv.GetRawValue()); n > 0 {
-			v, raws = raws[:n], raws[n:]
+		if raw := hv.GetRawValue(); len(raw) > 0 {
+			v = rawString(raw)
 		}
 		if strings.HasPrefix(k, ":") {
 			switch k {
@@ -780,6 +669,12 @@ func fromHeaderMap(hm *corev3.HeaderMap) (mcp.Header, pseudoHeaders) {
 		hdr[k] = vals[n-1 : n : n]
 	}
 	return hdr, p
+}
+
+// rawString is b as a string without a copy, for bytes of a received
+// message (never written to after Unmarshal).
+func rawString(b []byte) string {
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // FlowControlWindow is the HTTP/2 flow-control window, in bytes, the
