@@ -251,8 +251,9 @@ func bench(ctx context.Context, o options, stdout io.Writer) error {
 	if o.binary == "" {
 		o.binary = filepath.Join(dir, "mcpgate")
 		fmt.Fprintln(stdout, "building mcpgate …")
-		// Built the way the Dockerfile builds the image: static, no cgo.
-		build := []string{"build", "-trimpath", "-o", o.binary}
+		// Built the way the Dockerfile builds the image: static, no cgo,
+		// without gRPC's x/net/trace.
+		build := []string{"build", "-trimpath", "-tags", "grpcnotrace", "-o", o.binary}
 		if o.profile != "" {
 			flags, err := profileBuild(ctx, dir) // profile.go
 			if err != nil {
@@ -269,7 +270,8 @@ func bench(ctx context.Context, o options, stdout io.Writer) error {
 	libfloor := ""
 	if o.libFloor {
 		libfloor = filepath.Join(dir, "libfloor")
-		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", libfloor, "github.com/mcpgate/mcpgate/e2e/bench/libfloor")
+		// With mcpgate's build flags: the same libraries, built the same way.
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", "grpcnotrace", "-o", libfloor, "github.com/mcpgate/mcpgate/e2e/bench/libfloor")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("go build libfloor: %v\n%s", err, out)

@@ -42,7 +42,7 @@
 // Pages carry a strict Content-Security-Policy (no script at all; styles
 // from this origin only), no-store caching and no referrer. Third-party
 // text (every string argument of the call, which the model may have copied
-// from anywhere) is escaped by html/template and marked class="untrusted".
+// from anywhere) is escaped (html.go) and marked class="untrusted".
 package approval
 
 import (
@@ -50,7 +50,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"html/template"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -160,7 +159,6 @@ type Page struct {
 	log     *slog.Logger
 	now     func() time.Time
 	m       *metrics
-	tmpl    *template.Template
 	hook    *notifier
 	oidc    *oidcClient
 	demoMu  sync.Mutex
@@ -169,7 +167,7 @@ type Page struct {
 
 type demoPerson struct{ tenant, subject string }
 
-//go:embed templates/*.html static/style.css
+//go:embed static/style.css
 var files embed.FS
 
 // New checks o and returns the page. Nothing is fetched yet: the provider
@@ -217,11 +215,7 @@ func New(o Options) (*Page, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	tmpl, err := template.New("").Funcs(template.FuncMap{"fmtTime": fmtTime}).ParseFS(files, "templates/*.html")
-	if err != nil {
-		return nil, fmt.Errorf("approval page templates: %w", err)
-	}
-	p := &Page{o: o, base: base, secure: base.Scheme == "https", log: o.Logger, now: o.Now, tmpl: tmpl, demoIDs: map[string]demoPerson{}}
+	p := &Page{o: o, base: base, secure: base.Scheme == "https", log: o.Logger, now: o.Now, demoIDs: map[string]demoPerson{}}
 	p.m = newMetrics(o.Registerer, o.Actions, o.Now)
 	if o.OIDC != nil {
 		p.oidc = newOIDCClient(*o.OIDC, p.base.String()+Prefix+"callback", o.HTTPClient)

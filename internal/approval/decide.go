@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -34,22 +35,16 @@ type refusal struct {
 	Fix         string
 }
 
-func (p *Page) render(w http.ResponseWriter, status int, name string, data any) {
-	var b bytes.Buffer
-	if err := p.tmpl.ExecuteTemplate(&b, name, data); err != nil {
-		p.log.Error("approval page: template failed", "template", name, "error", err)
-		http.Error(w, "internal error", http.StatusInternalServerError)
-		return
-	}
+func (p *Page) render(w http.ResponseWriter, status int, page string) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
-	_, _ = w.Write(b.Bytes())
+	_, _ = io.WriteString(w, page)
 }
 
 // fail answers an error page; a refusal about an action is audited by the
 // caller.
 func (p *Page) fail(w http.ResponseWriter, _ *http.Request, status int, code, cause, fix string, _ *store.Action) {
-	p.render(w, status, "error.html", errorPage{Code: code, Cause: cause, Fix: fix})
+	p.render(w, status, errorHTML(errorPage{Code: code, Cause: cause, Fix: fix}))
 }
 
 // audit records one event of the page (channel approval).
@@ -88,9 +83,9 @@ func (p *Page) refuseBearer(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	p.audit(r.Context(), rec)
-	p.render(w, http.StatusUnauthorized, "error.html", errorPage{Code: "bearer_not_accepted",
+	p.render(w, http.StatusUnauthorized, errorHTML(errorPage{Code: "bearer_not_accepted",
 		Cause: "The approval page takes no bearer tokens: an agent's credential (an MCP token or an OAuth access token) can never approve an action.",
-		Fix:   "A person opens this page in a browser and signs in with the organisation's identity provider.", SignIn: loginURL(Prefix)})
+		Fix:   "A person opens this page in a browser and signs in with the organisation's identity provider.", SignIn: loginURL(Prefix)}))
 }
 
 func actionIDFromPath(path string) string {
@@ -115,7 +110,7 @@ func (p *Page) requireSession(w http.ResponseWriter, r *http.Request) *session {
 		// A navigation that came from another site (the provider's
 		// redirect chain) carries no SameSite=Strict cookie: one same-site
 		// step more, instead of a sign-in loop.
-		p.render(w, http.StatusOK, "continue.html", map[string]string{"Next": next})
+		p.render(w, http.StatusOK, continueHTML(next))
 		return nil
 	}
 	http.Redirect(w, r, loginURL(next), http.StatusSeeOther)
@@ -241,7 +236,7 @@ func (p *Page) list(w http.ResponseWriter, r *http.Request) {
 			ExpiresAt: a.ExpiresAt, Link: Prefix + "a/" + url.PathEscape(a.ID)})
 	}
 	p.audit(r.Context(), store.AuditRecord{Tenant: s.Tenant, Subject: s.Subject, Action: "approval.list", Outcome: "ok"})
-	p.render(w, http.StatusOK, "list.html", map[string]any{"Session": s, "Items": items, "Hidden": hidden})
+	p.render(w, http.StatusOK, listHTML(s, items, hidden))
 }
 
 // argument is one member of the call's arguments as the page shows it.
@@ -314,8 +309,8 @@ func (p *Page) view(w http.ResponseWriter, r *http.Request) {
 	}
 	p.auditAction(r.Context(), s, a, a.ID, "approval.view", "ok", reason)
 	base := Prefix + "a/" + url.PathEscape(a.ID)
-	p.render(w, http.StatusOK, "action.html", viewPage{Session: s, Action: a, Arguments: arguments(a.Arguments), CSRF: csrfToken(s, a.ID),
-		Approve: base + "/approve", Reject: base + "/reject", Refusal: ref, Effect: a.Effect})
+	p.render(w, http.StatusOK, actionHTML(viewPage{Session: s, Action: a, Arguments: arguments(a.Arguments), CSRF: csrfToken(s, a.ID),
+		Approve: base + "/approve", Reject: base + "/reject", Refusal: ref, Effect: a.Effect}))
 }
 
 // approve decides for an action: POST /approvals/a/{id}/approve.
@@ -338,9 +333,9 @@ func (p *Page) decide(w http.ResponseWriter, r *http.Request, approve bool) {
 			a = &got
 		}
 		p.auditAction(r.Context(), nil, a, id, verb, "denied", "not_signed_in")
-		p.render(w, http.StatusUnauthorized, "error.html", errorPage{Code: "not_signed_in",
+		p.render(w, http.StatusUnauthorized, errorHTML(errorPage{Code: "not_signed_in",
 			Cause: "You are not signed in (or your sign-in expired), so nothing was decided.",
-			Fix:   "Sign in, open the action again and decide there.", SignIn: loginURL(Prefix + "a/" + url.PathEscape(id))})
+			Fix:   "Sign in, open the action again and decide there.", SignIn: loginURL(Prefix + "a/" + url.PathEscape(id))}))
 		return
 	}
 	if o := r.Header.Get("Origin"); o != "" && o != "null" && o != p.base.String() {
@@ -353,9 +348,9 @@ func (p *Page) decide(w http.ResponseWriter, r *http.Request, approve bool) {
 	if err := r.ParseForm(); err != nil || !validCSRF(s, id, r.PostForm.Get("csrf")) {
 		p.m.refusal("csrf")
 		p.auditAction(r.Context(), s, nil, id, verb, "denied", "csrf")
-		p.render(w, http.StatusForbidden, "error.html", errorPage{Code: "csrf",
+		p.render(w, http.StatusForbidden, errorHTML(errorPage{Code: "csrf",
 			Cause: "This form does not carry a valid token of your current sign-in for this action (forged, or from another session); nothing was decided.",
-			Fix:   "Open the action again and use its buttons.", Back: Prefix + "a/" + url.PathEscape(id)})
+			Fix:   "Open the action again and use its buttons.", Back: Prefix + "a/" + url.PathEscape(id)}))
 		return
 	}
 	a := p.loadAction(w, r, s, verb)
@@ -365,7 +360,7 @@ func (p *Page) decide(w http.ResponseWriter, r *http.Request, approve bool) {
 	if ref := p.mayDecide(r.Context(), s, a, approve); ref != nil {
 		p.m.refusal(ref.Code)
 		p.auditAction(r.Context(), s, a, a.ID, verb, "denied", ref.Code)
-		p.render(w, ref.Status, "error.html", errorPage{Code: ref.Code, Cause: ref.Cause, Fix: ref.Fix, Back: Prefix + "a/" + url.PathEscape(a.ID)})
+		p.render(w, ref.Status, errorHTML(errorPage{Code: ref.Code, Cause: ref.Cause, Fix: ref.Fix, Back: Prefix + "a/" + url.PathEscape(a.ID)}))
 		return
 	}
 	reason := "approved on the approval page"
@@ -386,7 +381,7 @@ func (p *Page) decide(w http.ResponseWriter, r *http.Request, approve bool) {
 			}
 			p.m.refusal(ref.Code)
 			p.auditAction(r.Context(), s, a, a.ID, verb, "denied", ref.Code)
-			p.render(w, ref.Status, "error.html", errorPage{Code: ref.Code, Cause: ref.Cause, Fix: ref.Fix, Back: Prefix + "a/" + url.PathEscape(a.ID)})
+			p.render(w, ref.Status, errorHTML(errorPage{Code: ref.Code, Cause: ref.Cause, Fix: ref.Fix, Back: Prefix + "a/" + url.PathEscape(a.ID)}))
 			return
 		}
 		p.log.ErrorContext(r.Context(), "approval page: decision not stored", "error", err)
@@ -398,7 +393,7 @@ func (p *Page) decide(w http.ResponseWriter, r *http.Request, approve bool) {
 	p.m.decided(approve, now.Sub(got.CreatedAt))
 	p.log.LogAttrs(r.Context(), slog.LevelInfo, "approval page: decision", slog.String("action_id", got.ID), slog.String("tool", got.Tool),
 		slog.String("tenant", got.Tenant), slog.String("by", s.Subject), slog.String("state", got.State))
-	p.render(w, http.StatusOK, "result.html", map[string]any{"Session": s, "Action": &got, "Approved": approve})
+	p.render(w, http.StatusOK, resultHTML(s, &got, approve))
 }
 
 // cleanReason keeps a rejection reason short and free of control

@@ -277,5 +277,5 @@ func (p *Page) signInRefused(w http.ResponseWriter, r *http.Request, code, cause
 	p.m.refusal(code)
 	p.audit(r.Context(), store.AuditRecord{Tenant: tenant, Subject: subject, Action: "approval.sign_in", Outcome: "denied",
 		PublicIDs: map[string]string{"reason": code}})
-	p.render(w, http.StatusBadRequest, "error.html", errorPage{Code: code, Cause: cause, Fix: fix, SignIn: loginURL(Prefix)})
+	p.render(w, http.StatusBadRequest, errorHTML(errorPage{Code: code, Cause: cause, Fix: fix, SignIn: loginURL(Prefix)}))
 }

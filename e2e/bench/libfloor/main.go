@@ -31,12 +31,13 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/go-redis/redis_rate/v10"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/plugins"
-	_ "github.com/open-policy-agent/opa/v1/plugins/bundle"
-	_ "github.com/open-policy-agent/opa/v1/plugins/logs"
-	_ "github.com/open-policy-agent/opa/v1/plugins/status"
+	"github.com/open-policy-agent/opa/v1/plugins/bundle"
+	"github.com/open-policy-agent/opa/v1/plugins/logs"
+	"github.com/open-policy-agent/opa/v1/plugins/status"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/prometheus/client_golang/prometheus"
@@ -55,14 +56,56 @@ import (
 	policies "github.com/mcpgate/mcpgate/rego"
 )
 
-// Linked as mcpgate links them; started only when configured, as there.
-var (
-	_ = plugins.New
-	_ = oidc.NewProvider
-	_ = redis.NewClient
-	_ = otlptracegrpc.New
-	_ = otlptracehttp.New
-)
+// linkConfigured makes the libraries mcpgate starts only when configured
+// reachable, as they are in mcpgate: the OPA plugin manager with the
+// bundle, status and decision-log plugins, go-oidc's discovery, a go-redis
+// client with a redis_rate limiter, both OTLP trace exporters. A blank
+// `_ = f` would not do: the compiler drops it and the linker keeps none of
+// their code. main runs it only when LIBFLOOR_START_CONFIGURED is set, which
+// the bench never sets, so their code is in the binary but not started.
+func linkConfigured(ctx context.Context) error {
+	mgr, err := plugins.New([]byte(`{}`), "libfloor", inmem.New())
+	if err != nil {
+		return err
+	}
+	bcfg, err := bundle.NewConfigBuilder().WithBytes(mgr.Config.Bundles).WithServices(mgr.Services()).WithKeyConfigs(mgr.PublicKeys()).Parse()
+	if err != nil {
+		return err
+	}
+	mgr.Register(bundle.Name, bundle.New(bcfg, mgr))
+	scfg, err := status.NewConfigBuilder().WithBytes(mgr.Config.Status).WithServices(mgr.Services()).WithPlugins(mgr.Plugins()).Parse()
+	if err != nil {
+		return err
+	}
+	mgr.Register(status.Name, status.New(scfg, mgr))
+	lcfg, err := logs.NewConfigBuilder().WithBytes(mgr.Config.DecisionLogs).WithServices(mgr.Services()).WithPlugins(mgr.Plugins()).Parse()
+	if err != nil {
+		return err
+	}
+	mgr.Register(logs.Name, logs.New(lcfg, mgr))
+	if err := mgr.Start(ctx); err != nil {
+		return err
+	}
+	defer mgr.Stop(ctx)
+	if _, err := oidc.NewProvider(ctx, "http://127.0.0.1:1"); err != nil {
+		return err
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer rdb.Close()
+	if _, err := redis_rate.NewLimiter(rdb).Allow(ctx, "k", redis_rate.PerSecond(1)); err != nil {
+		return err
+	}
+	ge, err := otlptracegrpc.New(ctx)
+	if err != nil {
+		return err
+	}
+	defer ge.Shutdown(ctx)
+	he, err := otlptracehttp.New(ctx)
+	if err != nil {
+		return err
+	}
+	return he.Shutdown(ctx)
+}
 
 func main() {
 	if err := run(); err != nil {
@@ -73,6 +116,9 @@ func main() {
 
 func run() error {
 	ctx := context.Background()
+	if os.Getenv("LIBFLOOR_START_CONFIGURED") != "" {
+		return linkConfigured(ctx)
+	}
 	mux := http.NewServeMux()
 
 	// OPA: the default policy, compiled and prepared once.
