@@ -100,6 +100,7 @@ type options struct {
 	distinct    bool
 	libFloor    bool
 	profile     string // directory for the gateway's profiles ("": none)
+	rounds      int    // turns the modes take (measure)
 }
 
 // allModes are the modes -modes accepts, in the order they run.
@@ -111,6 +112,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	conc := fs.String("c", "1,8,32", "concurrency levels, comma-separated")
 	modes := fs.String("modes", strings.Join(allModes, ","), "what to measure: "+strings.Join(allModes, ", ")+" (direct always runs: added latency is measured against it)")
 	fs.IntVar(&o.calls, "n", 3000, "calls per mode and concurrency level")
+	fs.IntVar(&o.rounds, "rounds", 5, "rounds each mode's calls are split into, the modes taking turns, so that the machine's changes of speed weigh on every mode alike (-profile: 1)")
 	fs.IntVar(&o.warmup, "warmup", 300, "calls before each measured run (not counted)")
 	fs.StringVar(&o.binary, "mcpgate", "", "mcpgate binary (default: built from this module)")
 	fs.Int64Var(&o.sseBytes, "sse-bytes", 100_000_000, "bytes of the streamed SSE answer (0: skip the SSE part)")
@@ -156,6 +158,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if o.profile != "" && o.binary != "" {
 		return errors.New("-profile builds its own binary: drop -mcpgate")
+	}
+	if o.rounds < 1 || o.rounds > o.calls {
+		return fmt.Errorf("-rounds: %d is not between 1 and -n (%d)", o.rounds, o.calls)
+	}
+	if o.profile != "" {
+		o.rounds = 1 // one profile per mode, of one stretch of its load
 	}
 	return bench(ctx, o, stdout)
 }
@@ -404,64 +412,67 @@ type target = struct {
 }
 
 // measure runs the load against every mode at every concurrency and
-// reports.
+// reports. Each mode's calls are split into o.rounds rounds, the modes
+// taking turns within a round (in reverse order every other round), so a
+// change in the machine's speed during the run weighs on a mode and its
+// floor alike; a mode's figures are the sums over its rounds.
 func measure(ctx context.Context, stdout io.Writer, o options, targets map[string]target, prof *profiler) error {
 	var rows []row
 	var failed []string
 	for _, c := range o.conc {
+		var modes []string
 		for _, m := range allModes {
-			if !slices.Contains(o.modes, m) {
-				continue
+			if slices.Contains(o.modes, m) {
+				modes = append(modes, m)
 			}
+		}
+		acc := make(map[string]*row, len(modes))
+		for _, m := range modes {
 			t := targets[m]
-			lo := rig.LoadOptions{URL: t.url, Tokens: t.tokens, Concurrency: c, DistinctArgs: o.distinct || t.distinct}
-			lo.Calls = o.warmup
+			acc[m] = &row{mode: m, conc: c, floor: t.floor}
+			lo := rig.LoadOptions{URL: t.url, Tokens: t.tokens, Concurrency: c, DistinctArgs: o.distinct || t.distinct, Calls: o.warmup}
 			if w := rig.Load(ctx, lo); w.Failed > 0 {
 				fmt.Fprintf(stdout, "%s c=%d warm-up: %d failed (%s)\n", m, c, w.Failed, w.FirstFail)
 				failed = append(failed, fmt.Sprintf("%s c=%d warm-up: %d of %d calls", m, c, w.Failed, o.warmup))
 			}
-			lo.Calls = o.calls
-			var cpu0 time.Duration
-			if t.pid != 0 {
-				cpu0, _ = rig.CPUTime(t.pid)
+		}
+		for round := range o.rounds {
+			calls := o.calls / o.rounds
+			if round < o.calls%o.rounds {
+				calls++
 			}
-			gateway, floor := prof != nil && t.tokens != nil, prof != nil && t.tokens == nil && t.pid != 0
-			switch {
-			case gateway:
-				if err := prof.start(m, c); err != nil {
+			order := slices.Clone(modes)
+			if round%2 == 1 {
+				slices.Reverse(order)
+			}
+			for _, m := range order {
+				t, r := targets[m], acc[m]
+				lo := rig.LoadOptions{URL: t.url, Tokens: t.tokens, Concurrency: c, DistinctArgs: o.distinct || t.distinct,
+					Calls: calls, FirstID: o.warmup + r.res.Calls}
+				res, cpu, err := segment(ctx, lo, t, prof, m, c)
+				if err != nil {
 					return err
 				}
-			case floor:
-				if err := prof.startFloor(t.pid); err != nil {
-					return err
+				r.res.Add(res)
+				r.cpu += cpu
+				if t.pid != 0 {
+					r.mem, _ = rig.ReadMemory(t.pid)
+				}
+				if ctx.Err() != nil {
+					return ctx.Err()
 				}
 			}
-			res := rig.Load(ctx, lo)
-			switch {
-			case gateway:
-				if err := prof.stop(m, c); err != nil {
-					return err
-				}
-			case floor:
-				if err := prof.stopFloor(t.pid, m, c); err != nil {
-					return err
-				}
-			}
-			r := row{mode: m, conc: c, res: res, floor: t.floor}
-			if t.pid != 0 {
-				cpu1, _ := rig.CPUTime(t.pid)
-				r.cpu = (cpu1 - cpu0) / time.Duration(max(o.calls, 1))
-				r.mem, _ = rig.ReadMemory(t.pid)
-			}
-			rows = append(rows, r)
+		}
+		for _, m := range modes {
+			r := acc[m]
+			r.cpu /= time.Duration(max(r.res.Calls, 1))
+			rows = append(rows, *r)
+			res := r.res
 			fmt.Fprintf(stdout, "%-16s c=%-3d %8.0f calls/s  p50 %-9s p99 %-9s failed %d\n", m, c, res.Throughput(),
 				res.Percentile(50).Round(time.Microsecond), res.Percentile(99).Round(time.Microsecond), res.Failed)
 			if res.Failed > 0 {
 				fmt.Fprintf(stdout, "         first failure: %s\n", res.FirstFail)
-				failed = append(failed, fmt.Sprintf("%s c=%d: %d of %d calls", m, c, res.Failed, o.calls))
-			}
-			if ctx.Err() != nil {
-				return ctx.Err()
+				failed = append(failed, fmt.Sprintf("%s c=%d: %d of %d calls", m, c, res.Failed, res.Calls))
 			}
 		}
 	}
@@ -475,6 +486,43 @@ func measure(ctx context.Context, stdout io.Writer, o options, targets map[strin
 		return fmt.Errorf("calls failed (the figures above are not comparable): %s", strings.Join(failed, "; "))
 	}
 	return nil
+}
+
+// segment runs one round of a mode's load and returns what it measured
+// and the CPU time t's process spent meanwhile (0 without a process),
+// with the mode's profiles (-profile: one round) around it.
+func segment(ctx context.Context, lo rig.LoadOptions, t target, prof *profiler, m string, c int) (rig.LoadResult, time.Duration, error) {
+	var cpu0 time.Duration
+	if t.pid != 0 {
+		cpu0, _ = rig.CPUTime(t.pid)
+	}
+	gateway, floor := prof != nil && t.tokens != nil, prof != nil && t.tokens == nil && t.pid != 0
+	switch {
+	case gateway:
+		if err := prof.start(m, c); err != nil {
+			return rig.LoadResult{}, 0, err
+		}
+	case floor:
+		if err := prof.startFloor(t.pid); err != nil {
+			return rig.LoadResult{}, 0, err
+		}
+	}
+	res := rig.Load(ctx, lo)
+	switch {
+	case gateway:
+		if err := prof.stop(m, c); err != nil {
+			return res, 0, err
+		}
+	case floor:
+		if err := prof.stopFloor(t.pid, m, c); err != nil {
+			return res, 0, err
+		}
+	}
+	if t.pid == 0 {
+		return res, 0, nil
+	}
+	cpu1, _ := rig.CPUTime(t.pid)
+	return res, cpu1 - cpu0, nil
 }
 
 func find(rows []row, mode string, c int) (row, bool) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -51,5 +52,22 @@ func TestBenchSmoke(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q", want)
 		}
+	}
+
+	// Without profiles the calls are split into rounds: a mode's row
+	// counts the calls of all its rounds (101 in 3 rounds: 34, 34, 33).
+	out.Reset()
+	err = run(ctx, []string{"-c", "2", "-n", "101", "-rounds", "3", "-warmup", "10", "-sse-bytes", "0", "-libfloor=false", "-modes", "floor,proxy-distinct,extproc"}, &out)
+	t.Log(out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"direct", "floor", "proxy-distinct", "extproc"} {
+		if !regexp.MustCompile(`(?m)^ *` + mode + ` +2 +101 +0 `).MatchString(out.String()) {
+			t.Errorf("no row of %s with 101 calls, 0 failed", mode)
+		}
+	}
+	if err := run(ctx, []string{"-n", "10", "-rounds", "11"}, &out); err == nil || !strings.Contains(err.Error(), "-rounds") {
+		t.Errorf("-rounds over -n: %v", err)
 	}
 }

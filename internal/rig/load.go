@@ -50,6 +50,10 @@ type LoadOptions struct {
 	// decision memo answers only a policy that reads none of their values,
 	// as the default policy (policy/reads.go).
 	DistinctArgs bool
+	// FirstID numbers the calls (JSON-RPC ids, distinct arguments) from
+	// FirstID+1, so that successive loads against one target do not repeat
+	// each other's arguments.
+	FirstID int
 }
 
 // LoadResult is what Load measured.
@@ -73,6 +77,19 @@ func (r LoadResult) Percentile(p float64) time.Duration {
 	}
 	i := int(float64(len(r.Latencies))*p/100+0.5) - 1
 	return r.Latencies[min(max(i, 0), len(r.Latencies)-1)]
+}
+
+// Add merges b, a later load, into r: calls, failures and latencies are
+// summed, the elapsed times added.
+func (r *LoadResult) Add(b LoadResult) {
+	r.Calls += b.Calls
+	r.Failed += b.Failed
+	if r.FirstFail == "" {
+		r.FirstFail = b.FirstFail
+	}
+	r.Elapsed += b.Elapsed
+	r.Latencies = append(r.Latencies, b.Latencies...)
+	slices.Sort(r.Latencies)
 }
 
 // Load runs Calls get_status calls from Concurrency clients, each with one
@@ -100,10 +117,11 @@ func Load(ctx context.Context, o LoadOptions) LoadResult {
 			var failed int
 			var first string
 			for {
-				n := int(next.Add(1))
-				if n > o.Calls || ctx.Err() != nil {
+				i := int(next.Add(1))
+				if i > o.Calls || ctx.Err() != nil {
 					break
 				}
+				n := o.FirstID + i
 				cctx, cancel := context.WithTimeout(ctx, o.Timeout)
 				t0 := time.Now()
 				args := `{"service":"db"}`
