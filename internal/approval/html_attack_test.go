@@ -40,6 +40,8 @@ var hostile = []string{
 	"cr\rlf\nx",
 	"\nleading newline",
 	"\n\ntwo leading newlines",
+	"\r\nleading CR LF",
+	"\rleading CR",
 	"&amp; &lt; &#60; &#x3c; &#0; &",
 	"javascript:alert(1)",
 	"JaVaScRiPt:alert(1)",
