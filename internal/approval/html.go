@@ -25,8 +25,26 @@ type htmlWriter struct{ strings.Builder }
 func (w *htmlWriter) raw(s string) { w.WriteString(s) }
 
 // text writes s escaped for element content or a double-quoted attribute
-// value.
-func (w *htmlWriter) text(s string) { w.WriteString(html.EscapeString(s)) }
+// value. A NUL becomes U+FFFD, as html/template writes it: in element
+// content the browser drops a NUL, and the person would not see that the
+// value holds one.
+func (w *htmlWriter) text(s string) {
+	s = html.EscapeString(s)
+	if strings.IndexByte(s, 0) >= 0 {
+		s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	}
+	w.WriteString(s)
+}
+
+// pre writes s as the content of a <pre> just opened: the browser drops
+// one line feed right after the tag, so a value that starts with one gets
+// one more, to be shown as it is.
+func (w *htmlWriter) pre(s string) {
+	if strings.HasPrefix(s, "\n") || strings.HasPrefix(s, "\r") {
+		w.raw("\n")
+	}
+	w.text(s)
+}
 
 // time writes t as RFC 3339 in UTC, escaped; nothing for the zero time.
 func (w *htmlWriter) time(t time.Time) { w.text(fmtTime(t)) }
@@ -207,10 +225,10 @@ func actionHTML(v viewPage) string {
 		w.raw(`</dt>` + "\n<dd>")
 		if arg.IsText {
 			w.raw(`<pre class="untrusted">`)
-			w.text(arg.Text)
+			w.pre(arg.Text)
 		} else {
 			w.raw(`<pre class="value">`)
-			w.text(arg.JSON)
+			w.pre(arg.JSON)
 		}
 		w.raw("</pre></dd>\n")
 	}

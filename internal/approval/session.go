@@ -94,7 +94,7 @@ func validCSRF(s *session, actionID, token string) bool {
 }
 
 // safeNext keeps next only when it is a path of this page (no scheme, no
-// host, no // or backslash tricks); else the list.
+// host, no // or backslash tricks, no dot segments); else the list.
 func safeNext(next string) string {
 	if !strings.HasPrefix(next, Prefix) || strings.ContainsAny(next, "\\\r\n") || strings.HasPrefix(next, "//") {
 		return Prefix
@@ -102,6 +102,13 @@ func safeNext(next string) string {
 	u, err := url.Parse(next)
 	if err != nil || u.Scheme != "" || u.Host != "" || !strings.HasPrefix(u.Path, Prefix) {
 		return Prefix
+	}
+	// A dot segment would lead out of Prefix: http.Redirect cleans "..",
+	// and a browser reads "%2e%2e" (u.Path has it decoded) as "..".
+	for seg := range strings.SplitSeq(u.Path, "/") {
+		if seg == "." || seg == ".." {
+			return Prefix
+		}
 	}
 	return u.RequestURI()
 }
