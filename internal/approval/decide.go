@@ -110,7 +110,7 @@ func (p *Page) requireSession(w http.ResponseWriter, r *http.Request) *session {
 		// A navigation that came from another site (the provider's
 		// redirect chain) carries no SameSite=Strict cookie: one same-site
 		// step more, instead of a sign-in loop.
-		p.render(w, http.StatusOK, continueHTML(next))
+		p.render(w, http.StatusOK, continueHTML(safeNext(next)))
 		return nil
 	}
 	http.Redirect(w, r, loginURL(next), http.StatusSeeOther)

@@ -137,7 +137,8 @@ func errorHTML(e errorPage) string {
 	return w.String()
 }
 
-// continueHTML sends the browser on to next in one same-site step.
+// continueHTML sends the browser on to next in one same-site step; next
+// must be a path of this page (safeNext).
 func continueHTML(next string) string {
 	var w htmlWriter
 	w.raw(`<!doctype html>
