@@ -80,6 +80,10 @@
 //   - The stream is half-closed once nothing more will be sent (the
 //     stream-close optimisation) or when the request ends, and reset at once
 //     after errors, timeouts and spurious messages.
+//   - Client connections are kept alive between requests (HTTP/1.1); a
+//     response that starts before the request's body has ended carries
+//     "Connection: close" and the connection is closed after it, as the
+//     HTTP/1 codec does with a request not complete when its response is.
 //
 // Not modelled: route matching beyond exact paths and exact header values
 // (prefixes, regular expressions, virtual host domains, weighted clusters),

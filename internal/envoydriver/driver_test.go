@@ -1005,3 +1005,46 @@ func TestKeptAliveConnections(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestAnsweredBeforeTheBody: a request the processor answers at its
+// headers, while the client has sent only part of its body, gets that
+// answer, and then the connection is closed rather than read for another
+// request (as Envoy closes a connection whose request it answered before
+// the body ended); the handler does not wait for the rest of the body.
+func TestAnsweredBeforeTheBody(t *testing.T) {
+	target := startProcessor(t, eachMessage(func(req *extprocv3.ProcessingRequest) []*extprocv3.ProcessingResponse {
+		return one(immediate(403, "denied"))
+	}))
+	up, seen := startUpstream(t, echo)
+	_, front := startDriver(t, Config{Target: target, Upstream: up})
+	u, _ := url.Parse(front)
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(testTimeout))
+	if _, err := io.WriteString(conn, "POST /mcp HTTP/1.1\r\nHost: "+u.Host+"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"partial\":"); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 403 || string(body) != "denied" || !resp.Close {
+		t.Fatalf("got %d %q, Connection: close %v", resp.StatusCode, body, resp.Close)
+	}
+	// The rest of the body, then a second request: neither is read.
+	_, _ = io.WriteString(conn, strings.Repeat(" ", 89)+"}POST /mcp HTTP/1.1\r\nHost: "+u.Host+"\r\nContent-Length: 2\r\n\r\n{}")
+	if n, err := br.Read(make([]byte, 1)); err == nil {
+		t.Fatalf("the connection was read for another request: %d bytes of an answer", n)
+	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatal("the connection stayed open")
+	}
+	if n, _, _ := seen.get(); n != 0 {
+		t.Error("upstream was called")
+	}
+}

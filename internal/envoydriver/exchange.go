@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -171,11 +172,15 @@ type exchange struct {
 	// body has returned: the handler must not return before it (net/http
 	// reads and closes the body after the handler).
 	reqReaderDone chan struct{}
-	respBodyCh    chan bodyEvent
-	upRespCh      chan upstreamResult
-	upCancel      context.CancelFunc
-	upBody        *fifo[[]byte]
-	upStart       time.Time
+	// reqBodyRead is set by that goroutine once a read of the body has
+	// ended it (end of stream or an error), before it hands the last event
+	// on: from then on it blocks on no read of the client's connection.
+	reqBodyRead atomic.Bool
+	respBodyCh  chan bodyEvent
+	upRespCh    chan upstreamResult
+	upCancel    context.CancelFunc
+	upBody      *fifo[[]byte]
+	upStart     time.Time
 
 	// route is the route chosen (routeCached) on the request headers:
 	// by the connection manager before the filters, again by the router
@@ -249,17 +254,19 @@ func (x *exchange) run() bool {
 func (x *exchange) cleanup() {
 	close(x.loopDone)
 	if x.reqReaderDone != nil {
-		select {
-		case <-x.reqReaderDone:
-		default:
-			// A read blocked on a client that sends no more ends at the
-			// deadline; the reader then sees loopDone and returns. The
-			// deadline is the connection's: it is lifted again so that a
-			// kept-alive connection can read its next request.
+		if !x.reqBodyRead.Load() {
+			// The exchange ended before the client's body did: the reader
+			// may be blocked on a client that sends no more. A read
+			// deadline ends that read; the reader then sees loopDone and
+			// returns. The response said "Connection: close"
+			// (writeDownstreamHeaders), so net/http reads no further
+			// request on this connection, whose context the failed read
+			// has cancelled. When the body has been read nothing here
+			// touches the connection, and a kept-alive connection reads
+			// its next request.
 			_ = x.rc.SetReadDeadline(time.Now())
-			<-x.reqReaderDone
-			_ = x.rc.SetReadDeadline(time.Time{})
 		}
+		<-x.reqReaderDone
 	}
 	x.dec.stopTimer()
 	x.enc.stopTimer()
@@ -311,7 +318,7 @@ func (x *exchange) decodeHeaders() {
 		x.reqBodyCh, x.reqReaderDone = make(chan bodyEvent), make(chan struct{})
 		go func() {
 			defer close(x.reqReaderDone)
-			readBody(r.Body, r.ContentLength, x.reqBodyCh, x.loopDone)
+			readBody(r.Body, r.ContentLength, x.reqBodyCh, x.loopDone, &x.reqBodyRead)
 		}()
 	}
 	// The connection manager chooses the route on the client's headers
@@ -718,7 +725,7 @@ func (x *exchange) onUpstreamResponse(up upstreamResult) {
 		x.respBodyCh = ch // the exchange loop may clear the field; the reader keeps its channel
 		go func() {
 			defer resp.Body.Close()
-			readBody(resp.Body, resp.ContentLength, ch, done)
+			readBody(resp.Body, resp.ContentLength, ch, done, nil)
 		}()
 	})
 }
@@ -751,6 +758,12 @@ func (x *exchange) writeDownstreamHeaders(h *headerMap, endStream bool) {
 	clear(hdr)
 	h.toHTTP(hdr, nil)
 	hdr.Set("Server", "envoy") // server_header_transformation OVERWRITE
+	if x.reqReaderDone != nil && !x.reqBodyRead.Load() {
+		// A response to a request whose body has not ended: the
+		// connection closes after it, as Envoy's HTTP/1 codec closes one
+		// whose request is not complete when its response is.
+		hdr.Set("Connection", "close")
+	}
 	if n, ok := h.contentLength(); ok {
 		x.declaredLength = n
 	}
@@ -1278,7 +1291,14 @@ func (x *exchange) unsupported(st *dirState) {
 // readBody reads src into chunks. With a known length the chunk that
 // completes it carries end of stream; otherwise an empty end-of-stream chunk
 // follows the last data, as Envoy's HTTP/1 codec delivers a chunked body.
-func readBody(src io.Reader, length int64, ch chan<- bodyEvent, done <-chan struct{}) {
+// ended (if not nil) is set once a read has ended the body, before the
+// last event is handed on.
+func readBody(src io.Reader, length int64, ch chan<- bodyEvent, done <-chan struct{}, ended *atomic.Bool) {
+	end := func() {
+		if ended != nil {
+			ended.Store(true)
+		}
+	}
 	send := func(ev bodyEvent) bool {
 		select {
 		case ch <- ev:
@@ -1297,15 +1317,20 @@ func readBody(src io.Reader, length int64, ch chan<- bodyEvent, done <-chan stru
 				remaining -= int64(n)
 				eos = eos || remaining <= 0
 			}
+			if eos {
+				end()
+			}
 			if !send(bodyEvent{data: append([]byte(nil), buf[:n]...), eos: eos}) || eos {
 				return
 			}
 		}
 		switch {
 		case err == io.EOF:
+			end()
 			send(bodyEvent{eos: true})
 			return
 		case err != nil:
+			end()
 			send(bodyEvent{err: err})
 			return
 		}
