@@ -3,6 +3,7 @@ package envoydriver
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -1041,7 +1042,7 @@ func TestAnsweredBeforeTheBody(t *testing.T) {
 	_, _ = io.WriteString(conn, strings.Repeat(" ", 89)+"}POST /mcp HTTP/1.1\r\nHost: "+u.Host+"\r\nContent-Length: 2\r\n\r\n{}")
 	if n, err := br.Read(make([]byte, 1)); err == nil {
 		t.Fatalf("the connection was read for another request: %d bytes of an answer", n)
-	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+	} else if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
 		t.Fatal("the connection stayed open")
 	}
 	if n, _, _ := seen.get(); n != 0 {
