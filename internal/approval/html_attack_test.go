@@ -111,17 +111,22 @@ func pages() []pageSet {
 	}
 }
 
-// skeleton is the page's elements in order, each with its attribute names
-// and the values of its non-data attributes.
-func skeleton(t *testing.T, doc string) []string {
+// parsePage is doc as a browser parses it.
+func parsePage(t *testing.T, doc string) *html.Node {
 	t.Helper()
 	root, err := html.Parse(strings.NewReader(decoded(doc)))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return root
+}
+
+// skeleton is the page's elements in order, each with its attribute names
+// and the values of its non-data attributes.
+func skeleton(t *testing.T, doc string) []string {
+	t.Helper()
 	var out []string
-	var walk func(n *html.Node)
-	walk = func(n *html.Node) {
+	for n := range parsePage(t, doc).Descendants() {
 		switch n.Type {
 		case html.ElementNode:
 			var attrs []string
@@ -134,11 +139,7 @@ func skeleton(t *testing.T, doc string) []string {
 		case html.DoctypeNode:
 			out = append(out, "<!doctype "+n.Data+">")
 		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			walk(c)
-		}
 	}
-	walk(root)
 	return out
 }
 
@@ -186,34 +187,26 @@ func refreshURL(content string) string {
 // urls are the followed URLs of a page, after HTML unescaping.
 func urls(t *testing.T, doc string) []string {
 	t.Helper()
-	root, err := html.Parse(strings.NewReader(decoded(doc)))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	var walk func(n *html.Node)
-	walk = func(n *html.Node) {
-		if n.Type == html.ElementNode {
-			refresh := false
-			for _, a := range n.Attr {
-				if a.Key == "http-equiv" && strings.EqualFold(a.Val, "refresh") {
-					refresh = true
-				}
-			}
-			for _, a := range n.Attr {
-				if urlAttr[a.Key] {
-					out = append(out, a.Val)
-				}
-				if refresh && a.Key == "content" {
-					out = append(out, refreshURL(a.Val))
-				}
+	for n := range parsePage(t, doc).Descendants() {
+		if n.Type != html.ElementNode {
+			continue
+		}
+		refresh := false
+		for _, a := range n.Attr {
+			if a.Key == "http-equiv" && strings.EqualFold(a.Val, "refresh") {
+				refresh = true
 			}
 		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			walk(c)
+		for _, a := range n.Attr {
+			if urlAttr[a.Key] {
+				out = append(out, a.Val)
+			}
+			if refresh && a.Key == "content" {
+				out = append(out, refreshURL(a.Val))
+			}
 		}
 	}
-	walk(root)
 	return out
 }
 
@@ -275,44 +268,21 @@ func TestAttackURLSink(t *testing.T) {
 // the given tag and class.
 func textOf(t *testing.T, doc string, tag atom.Atom, class string) (string, bool) {
 	t.Helper()
-	root, err := html.Parse(strings.NewReader(decoded(doc)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var found *html.Node
-	var walk func(n *html.Node)
-	walk = func(n *html.Node) {
-		if found != nil {
-			return
+	for n := range parsePage(t, doc).Descendants() {
+		if n.Type != html.ElementNode || n.DataAtom != tag || !slices.ContainsFunc(n.Attr, func(a html.Attribute) bool {
+			return a.Key == "class" && a.Val == class
+		}) {
+			continue
 		}
-		if n.Type == html.ElementNode && n.DataAtom == tag {
-			for _, a := range n.Attr {
-				if a.Key == "class" && a.Val == class {
-					found = n
-					return
-				}
+		var b strings.Builder
+		for c := range n.Descendants() {
+			if c.Type == html.TextNode {
+				b.WriteString(c.Data)
 			}
 		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			walk(c)
-		}
+		return b.String(), true
 	}
-	walk(root)
-	if found == nil {
-		return "", false
-	}
-	var b strings.Builder
-	var text func(n *html.Node)
-	text = func(n *html.Node) {
-		if n.Type == html.TextNode {
-			b.WriteString(n.Data)
-		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			text(c)
-		}
-	}
-	text(found)
-	return b.String(), true
+	return "", false
 }
 
 // What will go out is what the approver reads: an argument's text, as the
@@ -398,10 +368,7 @@ func TestAttackSameAsHTMLTemplate(t *testing.T) {
 // out.
 func tree(t *testing.T, doc string) string {
 	t.Helper()
-	root, err := html.Parse(strings.NewReader(decoded(doc)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := parsePage(t, doc)
 	var b strings.Builder
 	var walk func(n *html.Node)
 	walk = func(n *html.Node) {
