@@ -102,10 +102,13 @@ type state struct {
 	sent    time.Time
 	routeID string
 	target  *url.URL // the upstream URL of this request
-	// cancel ends the deadline of a call with one (Verdict.Deadline);
-	// deadline is its context.
-	cancel   context.CancelFunc
-	deadline context.Context
+	// A call with a deadline (Verdict.Deadline): Context is deadline, a
+	// child of the client's context that timer cancels with
+	// gateway.ErrDeadline at deadlineAt; cancel ends it.
+	cancel     context.CancelCauseFunc
+	deadline   context.Context
+	deadlineAt time.Time
+	timer      *deadlineTimer
 }
 
 // Value returns the state for ctxKey{}, else the client context's value.
@@ -116,17 +119,92 @@ func (st *state) Value(key any) any {
 	return st.Context.Value(key)
 }
 
+// Deadline is the call's deadline, if it has one and it comes first.
+func (st *state) Deadline() (time.Time, bool) {
+	d, ok := st.Context.Deadline()
+	if !st.deadlineAt.IsZero() && (!ok || st.deadlineAt.Before(d)) {
+		return st.deadlineAt, true
+	}
+	return d, ok
+}
+
+// startDeadline makes the state's context end d from now, with cause
+// gateway.ErrDeadline. Detached, the client's going away does not end it.
+// context.WithTimeoutCause would allocate a runtime timer and its closure
+// per call; the timer here comes from a pool.
+func (st *state) startDeadline(d time.Duration, detach bool) {
+	parent := st.Context
+	if detach {
+		parent = context.WithoutCancel(parent)
+	}
+	st.deadline, st.cancel = context.WithCancelCause(parent)
+	st.Context, st.deadlineAt = st.deadline, time.Now().Add(d)
+	st.timer = startTimer(d, st.cancel)
+}
+
 // finish releases the deadline and ends the exchange (metrics, slot).
 func (st *state) finish() {
 	st.done()
 	st.x.End(nil)
 }
 
-// done releases the deadline timer of the exchange, if any.
+// done releases the deadline timer of the exchange, if any. Only the
+// handler's goroutine calls it.
 func (st *state) done() {
-	if st.cancel != nil {
-		st.cancel()
+	if st.timer != nil {
+		st.timer.stop()
+		st.timer = nil
+		st.cancel(nil)
 	}
+}
+
+// deadlineTimer cancels a call's context when its deadline passes. It is
+// reused (deadlineTimers) as long as it never fired.
+type deadlineTimer struct {
+	t  *time.Timer
+	mu sync.Mutex
+	// cancel is the call's (guarded by mu); nil once stopped or fired.
+	cancel context.CancelCauseFunc
+}
+
+var deadlineTimers sync.Pool
+
+// startTimer calls cancel with gateway.ErrDeadline once d has passed,
+// unless stopped first.
+func startTimer(d time.Duration, cancel context.CancelCauseFunc) *deadlineTimer {
+	dt, _ := deadlineTimers.Get().(*deadlineTimer)
+	if dt == nil {
+		dt = &deadlineTimer{cancel: cancel}
+		dt.t = time.AfterFunc(d, dt.fire)
+		return dt
+	}
+	dt.mu.Lock()
+	dt.cancel = cancel
+	dt.mu.Unlock()
+	dt.t.Reset(d)
+	return dt
+}
+
+func (dt *deadlineTimer) fire() {
+	dt.mu.Lock()
+	cancel := dt.cancel
+	dt.cancel = nil
+	dt.mu.Unlock()
+	if cancel != nil {
+		cancel(gateway.ErrDeadline)
+	}
+}
+
+// stop stops the timer. One stopped before it fired goes back to the
+// pool; one that fired is dropped (its function may still be running).
+func (dt *deadlineTimer) stop() {
+	if !dt.t.Stop() {
+		return
+	}
+	dt.mu.Lock()
+	dt.cancel = nil
+	dt.mu.Unlock()
+	deadlineTimers.Put(dt)
 }
 
 var _ http.Handler = (*Proxy)(nil)
@@ -272,6 +350,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		u.RawPath = strings.ReplaceAll(u.RawPath, routes.Param, tenant)
 		st.target = &u
 	}
+	if v.Deadline > 0 {
+		// Set here rather than in rewrite: the request handed to the
+		// ReverseProxy then carries it, and rewrite needs no copy of the
+		// outgoing request to change its context.
+		st.startDeadline(v.Deadline, v.Detach)
+	}
+	defer st.done() // a relay that ended in a panic still releases the timer
 	rt.rp.ServeHTTP(w, r.WithContext(st))
 }
 
@@ -404,15 +489,14 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	if st.v.Detach {
 		// A write whose outcome is recorded: the client going away must
 		// not cancel it upstream (finishBody reads its answer to the end).
-		// Its own deadline (below) still bounds it. Go's transport must
-		// never send it twice on its own (a POST with GetBody and an
-		// Idempotency-Key header counts as replayable there).
-		pr.Out = pr.Out.WithContext(context.WithoutCancel(pr.Out.Context()))
+		// Its own deadline, if any, still bounds it (startDeadline made
+		// that context detached already). Go's transport must never send
+		// it twice on its own (a POST with GetBody and an Idempotency-Key
+		// header counts as replayable there).
+		if st.deadline == nil {
+			pr.Out = pr.Out.WithContext(context.WithoutCancel(pr.Out.Context()))
+		}
 		pr.Out.GetBody = nil
-	}
-	if st.v.Deadline > 0 {
-		ctx, cancel := context.WithTimeoutCause(pr.Out.Context(), st.v.Deadline, gateway.ErrDeadline)
-		pr.Out, st.cancel, st.deadline = pr.Out.WithContext(ctx), cancel, ctx
 	}
 	st.sent = time.Now()
 }
