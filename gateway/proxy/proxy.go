@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -17,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
@@ -456,16 +458,16 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	// query of the upstream's configured URL is kept.
 	pr.Out.URL.RawQuery = target.RawQuery
 	pr.Out.URL.ForceQuery = target.ForceQuery
-	pr.SetXForwarded()
+	setXForwarded(pr)
 	body := st.body
 	if st.v.BodyChanged {
 		body = st.v.Body
 	}
 	for _, k := range st.v.RemoveHeader {
-		pr.Out.Header.Del(k)
+		delete(pr.Out.Header, canonical(k))
 	}
 	for k, vals := range st.v.SetHeader {
-		pr.Out.Header[http.CanonicalHeaderKey(k)] = vals
+		pr.Out.Header[canonical(k)] = vals
 	}
 	if body != nil {
 		// io.NopCloser over a *bytes.Reader is one of the bodies net/http
@@ -501,16 +503,68 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	st.sent = time.Now()
 }
 
+// setXForwarded sets X-Forwarded-For, X-Forwarded-Host and
+// X-Forwarded-Proto to what httputil.ProxyRequest.SetXForwarded sets, with
+// one allocation for the three values rather than one each. The
+// ReverseProxy removed the client's own before Rewrite, so
+// X-Forwarded-For is the client's address alone.
+func setXForwarded(pr *httputil.ProxyRequest) {
+	h := pr.Out.Header
+	vals := make([]string, 3)
+	if ip, _, err := net.SplitHostPort(pr.In.RemoteAddr); err == nil {
+		vals[0] = ip
+		h["X-Forwarded-For"] = vals[0:1:1]
+	} else {
+		delete(h, "X-Forwarded-For")
+	}
+	vals[1] = pr.In.Host
+	h["X-Forwarded-Host"] = vals[1:2:2]
+	vals[2] = "http"
+	if pr.In.TLS != nil {
+		vals[2] = "https"
+	}
+	h["X-Forwarded-Proto"] = vals[2:3:3]
+}
+
+// canonical is http.CanonicalHeaderKey of a (lower-case) field name of a
+// verdict or a local answer. Those names are few, fixed by the code and
+// the configuration: canonicalNames keeps up to maxCanonicalNames of
+// them, so that they are not converted (and allocated) on every request.
+func canonical(k string) string {
+	if c, ok := (*canonicalNames.Load())[k]; ok {
+		return c
+	}
+	c := http.CanonicalHeaderKey(k)
+	canonicalMu.Lock()
+	defer canonicalMu.Unlock()
+	if old := *canonicalNames.Load(); len(old) < maxCanonicalNames {
+		m := make(map[string]string, len(old)+1)
+		maps.Copy(m, old)
+		m[k] = c
+		canonicalNames.Store(&m)
+	}
+	return c
+}
+
+const maxCanonicalNames = 64
+
+var (
+	canonicalMu    sync.Mutex
+	canonicalNames atomic.Pointer[map[string]string]
+)
+
+func init() { canonicalNames.Store(&map[string]string{}) }
+
 // modifyResponse hands the upstream response to the pipeline: passed
 // through, buffered and shaped (JSON), or rewritten event by event (SSE).
 func (p *Proxy) modifyResponse(resp *http.Response) error {
 	st := resp.Request.Context().Value(ctxKey{}).(*state)
 	p.o.Metrics.ObserveUpstream(st.routeID, time.Since(st.sent))
 	for k, vals := range st.v.ResponseExtra {
-		resp.Header[http.CanonicalHeaderKey(k)] = vals
+		resp.Header[canonical(k)] = vals
 	}
 	for _, k := range st.v.ResponseRemove {
-		resp.Header.Del(k)
+		delete(resp.Header, canonical(k))
 	}
 	// One conversion for both calls: neither changes the fields it reads.
 	h := fromHTTP(resp.Header)
@@ -637,10 +691,10 @@ func isDialError(err error) bool {
 func writeLocal(w http.ResponseWriter, l *gateway.Local, extra mcp.Header) {
 	h := w.Header()
 	for k, vals := range l.Header {
-		h[http.CanonicalHeaderKey(k)] = vals
+		h[canonical(k)] = vals
 	}
 	for k, vals := range extra {
-		h[http.CanonicalHeaderKey(k)] = vals
+		h[canonical(k)] = vals
 	}
 	if l.Body != nil {
 		h.Set("Content-Length", strconv.Itoa(len(l.Body)))
