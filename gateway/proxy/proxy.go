@@ -566,8 +566,13 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	for _, k := range st.v.ResponseRemove {
 		delete(resp.Header, canonical(k))
 	}
-	// One conversion for both calls: neither changes the fields it reads.
-	h := fromHTTP(resp.Header)
+	// One conversion for both calls: neither changes the fields it reads,
+	// nor keeps the map, which therefore stays on the stack (a constant
+	// size hint of at most 8; more fields grow it onto the heap).
+	h := make(mcp.Header, 8)
+	for k, v := range resp.Header {
+		h[lower(k)] = v
+	}
 	if resp.ContentLength == 0 && h["content-length"] == nil {
 		h["content-length"] = noBody // no body follows (ResponseHeaders)
 	}
