@@ -449,15 +449,17 @@ const readAllTrust = 64 << 10
 // mutations and body. httputil.ReverseProxy strips hop-by-hop headers.
 func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	st := pr.In.Context().Value(ctxKey{}).(*state)
-	target := st.target
-	pr.SetURL(target)
-	pr.Out.URL.Path = target.Path
-	pr.Out.URL.RawPath = target.RawPath
-	// MCP endpoints take no query parameters: the client's query is read
-	// by the gates (gateway.Request.RawQuery) and never forwarded; the
-	// query of the upstream's configured URL is kept.
-	pr.Out.URL.RawQuery = target.RawQuery
-	pr.Out.URL.ForceQuery = target.ForceQuery
+	// The upstream's URL as it is configured: ProxyRequest.SetURL would
+	// join the client's path and query to it (two allocations) only for
+	// them to be replaced. MCP endpoints take no query parameters: the
+	// client's query is read by the gates (gateway.Request.RawQuery) and
+	// never forwarded; the query of the upstream's URL is kept. Host is
+	// cleared, as SetURL does: the upstream gets URL.Host.
+	target, u := st.target, pr.Out.URL
+	u.Scheme, u.Host = target.Scheme, target.Host
+	u.Path, u.RawPath = target.Path, target.RawPath
+	u.RawQuery, u.ForceQuery = target.RawQuery, target.ForceQuery
+	pr.Out.Host = ""
 	setXForwarded(pr)
 	body := st.body
 	if st.v.BodyChanged {
