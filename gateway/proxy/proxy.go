@@ -278,16 +278,24 @@ func New(o Options) (*Proxy, error) {
 // largest allocation of a small JSON answer's relay.
 var copyBuffers httputil.BufferPool = &bufferPool{}
 
+// bufferPool pools the buffers as array pointers: converting a slice to
+// one allocates nothing (a *[]byte would be allocated on every Put).
 type bufferPool struct{ p sync.Pool }
 
+type copyBuffer [32 << 10]byte
+
 func (b *bufferPool) Get() []byte {
-	if buf, ok := b.p.Get().(*[]byte); ok {
-		return *buf
+	if buf, ok := b.p.Get().(*copyBuffer); ok {
+		return buf[:]
 	}
-	return make([]byte, 32<<10)
+	return new(copyBuffer)[:]
 }
 
-func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
+func (b *bufferPool) Put(buf []byte) {
+	if len(buf) == len(copyBuffer{}) {
+		b.p.Put((*copyBuffer)(buf))
+	}
+}
 
 // ServeHTTP reads the request within its limits, runs the pipeline and
 // either answers locally or forwards.
