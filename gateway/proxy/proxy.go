@@ -105,12 +105,11 @@ type state struct {
 	routeID string
 	target  *url.URL // the upstream URL of this request
 	// A call with a deadline (Verdict.Deadline): Context is deadline, a
-	// child of the client's context that timer cancels with
-	// gateway.ErrDeadline at deadlineAt; cancel ends it.
-	cancel     context.CancelCauseFunc
-	deadline   context.Context
-	deadlineAt time.Time
-	timer      *deadlineTimer
+	// child of the client's context (of a detached one for a write whose
+	// outcome is recorded) that ends with gateway.ErrDeadline; cancel
+	// releases it.
+	cancel   context.CancelFunc
+	deadline context.Context
 }
 
 // Value returns the state for ctxKey{}, else the client context's value.
@@ -121,27 +120,15 @@ func (st *state) Value(key any) any {
 	return st.Context.Value(key)
 }
 
-// Deadline is the call's deadline, if it has one and it comes first.
-func (st *state) Deadline() (time.Time, bool) {
-	d, ok := st.Context.Deadline()
-	if !st.deadlineAt.IsZero() && (!ok || st.deadlineAt.Before(d)) {
-		return st.deadlineAt, true
-	}
-	return d, ok
-}
-
 // startDeadline makes the state's context end d from now, with cause
 // gateway.ErrDeadline. Detached, the client's going away does not end it.
-// context.WithTimeoutCause would allocate a runtime timer and its closure
-// per call; the timer here comes from a pool.
 func (st *state) startDeadline(d time.Duration, detach bool) {
 	parent := st.Context
 	if detach {
 		parent = context.WithoutCancel(parent)
 	}
-	st.deadline, st.cancel = context.WithCancelCause(parent)
-	st.Context, st.deadlineAt = st.deadline, time.Now().Add(d)
-	st.timer = startTimer(d, st.cancel)
+	st.deadline, st.cancel = context.WithTimeoutCause(parent, d, gateway.ErrDeadline)
+	st.Context = st.deadline
 }
 
 // finish releases the deadline and ends the exchange (metrics, slot).
@@ -150,63 +137,11 @@ func (st *state) finish() {
 	st.x.End(nil)
 }
 
-// done releases the deadline timer of the exchange, if any. Only the
-// handler's goroutine calls it.
+// done releases the deadline timer of the exchange, if any.
 func (st *state) done() {
-	if st.timer != nil {
-		st.timer.stop()
-		st.timer = nil
-		st.cancel(nil)
+	if st.cancel != nil {
+		st.cancel()
 	}
-}
-
-// deadlineTimer cancels a call's context when its deadline passes. It is
-// reused (deadlineTimers) as long as it never fired.
-type deadlineTimer struct {
-	t  *time.Timer
-	mu sync.Mutex
-	// cancel is the call's (guarded by mu); nil once stopped or fired.
-	cancel context.CancelCauseFunc
-}
-
-var deadlineTimers sync.Pool
-
-// startTimer calls cancel with gateway.ErrDeadline once d has passed,
-// unless stopped first.
-func startTimer(d time.Duration, cancel context.CancelCauseFunc) *deadlineTimer {
-	dt, _ := deadlineTimers.Get().(*deadlineTimer)
-	if dt == nil {
-		dt = &deadlineTimer{cancel: cancel}
-		dt.t = time.AfterFunc(d, dt.fire)
-		return dt
-	}
-	dt.mu.Lock()
-	dt.cancel = cancel
-	dt.mu.Unlock()
-	dt.t.Reset(d)
-	return dt
-}
-
-func (dt *deadlineTimer) fire() {
-	dt.mu.Lock()
-	cancel := dt.cancel
-	dt.cancel = nil
-	dt.mu.Unlock()
-	if cancel != nil {
-		cancel(gateway.ErrDeadline)
-	}
-}
-
-// stop stops the timer. One stopped before it fired goes back to the
-// pool; one that fired is dropped (its function may still be running).
-func (dt *deadlineTimer) stop() {
-	if !dt.t.Stop() {
-		return
-	}
-	dt.mu.Lock()
-	dt.cancel = nil
-	dt.mu.Unlock()
-	deadlineTimers.Put(dt)
 }
 
 var _ http.Handler = (*Proxy)(nil)
@@ -366,7 +301,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// outgoing request to change its context.
 		st.startDeadline(v.Deadline, v.Detach)
 	}
-	defer st.done() // a relay that ended in a panic still releases the timer
+	defer st.done() // also after a relay that ended in a panic
 	rt.rp.ServeHTTP(w, r.WithContext(st))
 }
 
