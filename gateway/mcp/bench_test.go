@@ -53,3 +53,19 @@ func BenchmarkParseDuplicateRejected(b *testing.B) {
 		}
 	}
 }
+
+// benchAnswer is the e2e bench upstream's answer to get_status as the Go
+// MCP SDK writes it.
+const benchAnswer = `{"jsonrpc":"2.0","id":7,"result":{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcpgate-bench-upstream","version":"1"}},"content":[{"type":"text","text":"{\"checked_at\":\"2026-01-02T03:04:05Z\",\"region\":\"eu-west\",\"service\":\"db\",\"state\":\"ok\"}"}],"structuredContent":{"checked_at":"2026-01-02T03:04:05Z","region":"eu-west","service":"db","state":"ok"},"resultType":"complete"}}`
+
+func BenchmarkParseAnswer(b *testing.B) {
+	body := []byte(benchAnswer)
+	var m Message
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, e := ParseInto(&m, body, DefaultMaxDepth); e != nil || m.Result == nil {
+			b.Fatal(e)
+		}
+	}
+}

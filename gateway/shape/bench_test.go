@@ -47,3 +47,34 @@ func BenchmarkToolResult(b *testing.B) {
 		})
 	}
 }
+
+// sdkResult is the result of the e2e bench upstream's get_status answer
+// as the Go MCP SDK writes it (serverInfo _meta, sorted members).
+const sdkResult = `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcpgate-bench-upstream","version":"1"}},"content":[{"type":"text","text":"{\"checked_at\":\"2026-01-02T03:04:05Z\",\"region\":\"eu-west\",\"service\":\"db\",\"state\":\"ok\"}"}],"structuredContent":{"checked_at":"2026-01-02T03:04:05Z","region":"eu-west","service":"db","state":"ok"},"resultType":"complete"}`
+
+// BenchmarkToolResultSDK: that result under the bench's declaration of
+// get_status (an allowlist that drops region, the secret name password),
+// and under one declaring untrusted text instead.
+func BenchmarkToolResultSDK(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		rules Rules
+	}{
+		{"result_fields", Rules{ResultFields: []string{"service", "state", "checked_at"}, SecretNames: []string{"password"}}},
+		{"untrusted_text", Rules{UntrustedText: []string{"state"}, SecretNames: []string{"password"}}},
+	} {
+		s := mustCompile(b, c.rules)
+		in := []byte(sdkResult)
+		if out, err := s.ToolResult(in); err != nil || out == nil {
+			b.Fatalf("%s: out %s, err %v", c.name, out, err)
+		}
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := s.ToolResultError(in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
