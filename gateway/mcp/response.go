@@ -73,6 +73,9 @@ func appendID(b []byte, id jsontext.Value) []byte {
 	if len(id) == 0 {
 		return append(b, "null"...)
 	}
+	if plainID(id) {
+		return append(b, id...)
+	}
 	switch id.Kind() {
 	case '"', '0', 'n':
 		if id.IsValid() {
@@ -80,6 +83,35 @@ func appendID(b []byte, id jsontext.Value) []byte {
 		}
 	}
 	return append(b, "null"...)
+}
+
+// plainID reports whether id is an id that is valid JSON on sight: a
+// non-negative integer without leading zeros, or a string of printable
+// ASCII without escapes (what clients send). Anything else is left to
+// jsontext's validation.
+func plainID(id []byte) bool {
+	switch {
+	case len(id) == 0:
+		return false
+	case id[0] == '"':
+		if len(id) < 2 || id[len(id)-1] != '"' {
+			return false
+		}
+		for _, c := range id[1 : len(id)-1] {
+			if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+				return false
+			}
+		}
+		return true
+	case id[0] == '0':
+		return len(id) == 1
+	}
+	for _, c := range id {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 func marshalData(d any) []byte {

@@ -100,3 +100,27 @@ func TestErrorResponseForParseResults(t *testing.T) {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
+
+// FuzzAppendID: the shortcut for plain ids writes what jsontext's
+// validation writes: the id when it is a valid JSON string, number or
+// null, else null.
+func FuzzAppendID(f *testing.F) {
+	for _, s := range []string{"7", "0", "00", "01", "-1", "1.5", "1e3", `"a"`, `""`, `"`, `"a`, `a"`, `"\"`, `"\u0041"`,
+		"\"\x7f\"", "\"\x1f\"", "\"é\"", "\"\xff\"", "null", "nul", "true", "{}", "[]", "1 ", " 1", "12345678901234567890"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, id []byte) {
+		want := "null"
+		if len(id) > 0 {
+			switch jsontext.Value(id).Kind() {
+			case '"', '0', 'n':
+				if jsontext.Value(id).IsValid() {
+					want = string(id)
+				}
+			}
+		}
+		if got := string(appendID(nil, id)); got != want {
+			t.Fatalf("appendID(%q) = %s, want %s", id, got, want)
+		}
+	})
+}
