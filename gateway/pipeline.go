@@ -394,6 +394,7 @@ type Exchange struct {
 	reqMsg       mcp.Message       // what parseMessage reads the request into; msg points here
 	answerMsg    mcp.Message       // what parse reads the answer into (response.go)
 	frame        answerFrame       // the response a shaped tools/call result is written into (response.go)
+	early        earlyResult       // the tools/call result shaped as the answer was parsed (response.go)
 	coerced      []byte            // the arguments after coercion (nil: unchanged)
 	warnings     []args.Warning    // coercions applied
 	headerParams map[string]string // Mcp-Param-<Name> → argument, from the schema

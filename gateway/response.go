@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"mime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -264,10 +266,57 @@ type parsedBody struct {
 // the depth limit alone). The message is x.answerMsg, rewritten by the next
 // parse: shape, its only caller, keeps none past its own call.
 func (x *Exchange) parse(body []byte, pre *parsedBody) (*mcp.Message, *mcp.Error) {
+	x.early = earlyResult{}
 	if pre != nil {
 		return pre.msg, pre.perr
 	}
+	if x.shaper != nil && x.shapeResult && !x.task.inspect && x.answersRequest() && x.msg.Method == mcp.MethodToolsCall {
+		// The result is shaped as it is parsed (one pass over it); the
+		// parse's outcome is ParseInto's all the same.
+		return mcp.ParseResultInto(&x.answerMsg, body, x.p.opts.MaxJSONDepth, (*earlyReader)(x))
+	}
 	return mcp.ParseInto(&x.answerMsg, body, x.p.opts.MaxJSONDepth)
+}
+
+// earlyResult is a tools/call result shaped by the exchange's shaper while
+// the answer was parsed (mcp.ParseResultInto): shapeToolResult takes it
+// for that result instead of shaping it again. Only a shaping that
+// succeeded is kept: after a failure ParseResultInto parses the answer
+// again, and shapeToolResult shapes the result again, as when parsing and
+// shaping were two passes (with their errors).
+type earlyResult struct {
+	out     []byte // the shaped result, with room for the frame; nil: unchanged
+	at      *byte  // the result read: its first byte in the body; nil: none
+	n       uint32 // and its length
+	isError bool
+}
+
+// earlyReader is the exchange as the mcp.ResultReader of its answer.
+type earlyReader Exchange
+
+// ReadResult shapes the result dec is about to read.
+func (r *earlyReader) ReadResult(dec *jsontext.Decoder, body []byte) error {
+	x := (*Exchange)(r)
+	var buf [64]byte
+	reserve := len(mcp.AppendResultHead(buf[:0], x.msg.ID)) + len(mcp.ResultTail)
+	out, result, isError, err := x.shaper.AppendToolResultFrom(nil, dec, body, reserve)
+	if err != nil {
+		return err
+	}
+	if uint64(len(result)) <= math.MaxUint32 {
+		x.early = earlyResult{out: out, at: &result[0], n: uint32(len(result)), isError: isError}
+	}
+	return nil
+}
+
+// takeEarly returns the early shaping of result, if there is one.
+func (x *Exchange) takeEarly(result []byte) (earlyResult, bool) {
+	e := x.early
+	x.early = earlyResult{}
+	if e.at == nil || uint64(len(result)) != uint64(e.n) || &result[0] != e.at {
+		return earlyResult{}, false
+	}
+	return e, true
 }
 
 // shape returns the rewritten message, nil when nothing changes, or an error
@@ -360,19 +409,34 @@ type answerFrame struct {
 
 // shapeToolResult is s.ToolResultError of result, written into a
 // response for f.id when f has one: the result part of it is returned.
-func (f *answerFrame) shapeToolResult(s *shape.Shaper, result []byte) ([]byte, bool, error) {
+// early, when set, is that shaping already done.
+func (f *answerFrame) shapeToolResult(s *shape.Shaper, result []byte, early *earlyResult) ([]byte, bool, error) {
 	if f.id == nil {
+		if early != nil {
+			return early.out, early.isError, nil
+		}
 		return s.ToolResultError(result)
 	}
 	var buf [64]byte
 	head := mcp.AppendResultHead(buf[:0], f.id)
 	// The shaped result with room for the head and the tail; then it
 	// moves up behind the head.
-	out, isError, err := s.AppendToolResultError(nil, result, len(head)+len(mcp.ResultTail))
+	var out []byte
+	var isError bool
+	var err error
+	if early != nil {
+		out, isError = early.out, early.isError
+	} else {
+		out, isError, err = s.AppendToolResultError(nil, result, len(head)+len(mcp.ResultTail))
+	}
 	if err != nil || out == nil {
 		return nil, isError, err
 	}
 	n := len(out)
+	if cap(out) < len(head)+n+len(mcp.ResultTail) {
+		// Shaped early for an id written differently (1.0 for 1).
+		out = slices.Grow(out, len(head)+len(mcp.ResultTail))
+	}
 	out = out[:len(head)+n]
 	copy(out[len(head):], out[:n])
 	copy(out, head)
@@ -598,7 +662,11 @@ func (x *Exchange) shapeToolResult(result jsontext.Value) ([]byte, errState, err
 	var out []byte
 	isError := errUnknown
 	if x.shaper != nil {
-		shaped, e, err := x.frame.shapeToolResult(x.shaper, result)
+		var early *earlyResult
+		if e, ok := x.takeEarly(result); ok {
+			early = &e
+		}
+		shaped, e, err := x.frame.shapeToolResult(x.shaper, result, early)
 		if err != nil {
 			return nil, errUnknown, errors.Join(ErrUpstreamResponse, err)
 		}

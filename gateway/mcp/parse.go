@@ -99,6 +99,42 @@ func ParseInto(m *Message, body []byte, maxDepth int) (*Message, *Error) {
 	return msg, e
 }
 
+// ResultReader reads the result of an answer as ParseResultInto parses it.
+type ResultReader interface {
+	// ReadResult reads the next value from dec, which reads body in
+	// place (its offsets are offsets in body), and no further.
+	ReadResult(dec *jsontext.Decoder, body []byte) error
+}
+
+// ParseResultInto is ParseInto for an answer whose result the caller
+// reads itself in the same pass: when the message's "result" member is a
+// JSON object, read.ReadResult is called once with the parser's decoder
+// positioned before it. What read reads is
+// checked as ParseInto checks it: the decoder validates the JSON (syntax,
+// UTF-8, duplicate names) and the depth limit applies. When read fails,
+// or reads anything but that one value, body is parsed again without it.
+// The outcome is always ParseInto's; read's work counts only when it
+// returned nil and the message parsed, with Result the value read.
+func ParseResultInto(m *Message, body []byte, maxDepth int, read ResultReader) (*Message, *Error) {
+	if maxDepth <= 0 {
+		maxDepth = DefaultMaxDepth
+	}
+	first := skipSpace(body)
+	if first == len(body) {
+		return nil, newParseError("empty body")
+	}
+	p := parserPool.Get().(*parser)
+	p.dst, p.read = m, read
+	msg, e := p.parse(body, body[first], maxDepth)
+	failed := p.readFailed
+	p.release()
+	parserPool.Put(p)
+	if failed {
+		return ParseInto(m, body, maxDepth)
+	}
+	return msg, e
+}
+
 var parserPool = sync.Pool{New: func() any { return new(parser) }}
 
 // parser holds a reusable jsontext.Decoder. The decoder reads from a
@@ -111,7 +147,11 @@ type parser struct {
 	maxDepth int
 	scratch  []byte   // unescaping buffer
 	dst      *Message // where done writes the message; nil: a new one
-	st       parseState
+	// read reads an object result in place of the parser
+	// (ParseResultInto); readFailed: it failed, the parse is void.
+	read       ResultReader
+	readFailed bool
+	st         parseState
 	// recent are short strings of earlier messages (tool names, client
 	// names and versions), handed out again when a message repeats them,
 	// as a client does on every request: strings are immutable.
@@ -145,7 +185,7 @@ type rawField struct {
 func (p *parser) release() {
 	p.rd = bytes.Buffer{}
 	p.dec.Reset(&p.rd) // drop the reference to the body
-	p.body, p.dst = nil, nil
+	p.body, p.dst, p.read, p.readFailed = nil, nil, nil, false
 	p.st = parseState{}
 	if cap(p.scratch) > 1<<10 {
 		p.scratch = nil
@@ -233,7 +273,13 @@ func (p *parser) parse(body []byte, first byte, maxDepth int) (*Message, *Error)
 			}
 		case "result", "error":
 			isResult := key[0] == 'r'
-			v, e := p.readValue()
+			var v jsontext.Value
+			var e *Error
+			if isResult && p.read != nil && p.dec.PeekKind() == '{' {
+				v, e = p.readWith()
+			} else {
+				v, e = p.readValue()
+			}
 			if e != nil {
 				return nil, e
 			}
@@ -605,6 +651,33 @@ func (p *parser) readValue() (jsontext.Value, *Error) {
 		if base+valueDepth(v, p.maxDepth-base) > p.maxDepth {
 			return nil, p.depthError()
 		}
+	}
+	return v, nil
+}
+
+// readWith is readValue through p.read, called once. When it fails, or
+// leaves the decoder anywhere but after one whole value, p.readFailed is
+// set and an error returned (ParseResultInto then parses again).
+func (p *parser) readWith() (jsontext.Value, *Error) {
+	read := p.read
+	p.read = nil
+	start, depth := int(p.dec.InputOffset()), p.dec.StackDepth()
+	// The depth limit first, so that read never walks a value nested
+	// deeper: over the rest of the body, which bounds the value's depth
+	// once the value proves valid JSON. When the rest is deeper, the
+	// value is read as readValue reads it.
+	if depth+valueDepth(p.body[start:], p.maxDepth-depth) > p.maxDepth {
+		return p.readValue()
+	}
+	if err := read.ReadResult(&p.dec, p.body); err != nil || p.dec.StackDepth() != depth || int(p.dec.InputOffset()) <= start {
+		p.readFailed = true
+		return nil, newParseError("the result could not be read")
+	}
+	end := int(p.dec.InputOffset())
+	v := jsontext.Value(bytes.TrimLeft(p.body[start:end:end], " \t\r\n:"))
+	if len(v) == 0 || v[0] != '{' {
+		p.readFailed = true
+		return nil, newParseError("the result could not be read")
 	}
 	return v, nil
 }

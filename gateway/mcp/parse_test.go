@@ -1,10 +1,14 @@
 package mcp
 
 import (
+	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 const toolsCall2026 = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{` +
@@ -569,5 +573,64 @@ func TestParseReusesRecentStrings(t *testing.T) {
 		if m.Name != tool || m.Meta.ClientInfo == nil || m.Meta.ClientInfo.Name != "agent" || m.Meta.ClientInfo.Version != version {
 			t.Fatalf("message %d: name %q, client %+v; want %q, agent %q", i, m.Name, m.Meta.ClientInfo, tool, version)
 		}
+	}
+}
+
+// valueReader is a ResultReader that reads the result as one value, or
+// misbehaves as told.
+type valueReader struct {
+	calls int
+	fail  bool // return an error after reading
+	short bool // read only the '{'
+}
+
+func (r *valueReader) ReadResult(dec *jsontext.Decoder, _ []byte) error {
+	r.calls++
+	if r.short {
+		_, err := dec.ReadToken()
+		return err
+	}
+	if _, err := dec.ReadValue(); err != nil {
+		return err
+	}
+	if r.fail {
+		return errors.New("refused")
+	}
+	return nil
+}
+
+// TestParseResultInto: the outcome is ParseInto's whatever the reader
+// does, and the reader never sees a result nested deeper than the limit.
+func TestParseResultInto(t *testing.T) {
+	deep := `{"jsonrpc":"2.0","id":1,"result":{"a":[[[[[[1]]]]]]}}`
+	for _, c := range []struct {
+		body      string
+		r         valueReader
+		wantCalls int
+	}{
+		{`{"jsonrpc":"2.0","id":1,"result":{"a":1}}`, valueReader{}, 1},
+		{`{"result":{"a":1},"jsonrpc":"2.0","id":1}`, valueReader{}, 1},
+		{`{"jsonrpc":"2.0","id":1,"result":{"a":1}}`, valueReader{fail: true}, 1},
+		{`{"jsonrpc":"2.0","id":1,"result":{"a":1}}`, valueReader{short: true}, 1},
+		{`{"jsonrpc":"2.0","id":1,"result":{"a":1,"a":2}}`, valueReader{}, 1},
+		{"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"a\":\"\xff\"}}", valueReader{}, 1},
+		{`{"jsonrpc":"2.0","id":1,"result":{"a":1},"result":{"a":1}}`, valueReader{}, 1},
+		{`{"jsonrpc":"2.0","id":1,"result":[1]}`, valueReader{}, 0},
+		{`{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m"}}`, valueReader{}, 0},
+		{deep, valueReader{}, 0},
+	} {
+		want, wantErr := ParseInto(nil, []byte(c.body), 5)
+		got, gotErr := ParseResultInto(nil, []byte(c.body), 5, &c.r)
+		if c.r.calls != c.wantCalls {
+			t.Errorf("%s: read %d times, want %d", c.body, c.r.calls, c.wantCalls)
+		}
+		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotErr, wantErr) {
+			t.Errorf("%s: got %+v, %v; ParseInto: %+v, %v", c.body, got, gotErr, want, wantErr)
+		}
+	}
+	// Deep enough for the limit: read.
+	r := valueReader{}
+	if _, e := ParseResultInto(nil, []byte(deep), 8, &r); e != nil || r.calls != 1 {
+		t.Errorf("depth 8: %v, %d reads", e, r.calls)
 	}
 }

@@ -57,12 +57,45 @@ func appendReserved(dst, b []byte, reserve int) []byte {
 	return append(slices.Grow(dst, len(b)+reserve), b...)
 }
 
+// AppendToolResultFrom is AppendToolResultError for a result that dec
+// reads next: dec reads src in place (from a bytes.Buffer over src, so
+// that its offsets are offsets in src), and it reads the result and no
+// further. result is the result's bytes in src. Unlike the other tool
+// result methods it reads strictly only: invalid UTF-8 is an error, like
+// any other in the JSON. A caller that reads a whole message with dec has
+// the result checked and shaped in one pass; after an error dec is spent.
+func (s *Shaper) AppendToolResultFrom(dst []byte, dec *jsontext.Decoder, src []byte, reserve int) (out, result []byte, isError bool, err error) {
+	if s == nil {
+		s = zeroShaper
+	}
+	w := walkers.Get().(*walker)
+	defer w.release()
+	w.reset(s, s.maxText, false, false)
+	w.in = src
+	start := int(dec.InputOffset())
+	if err := w.membersFrom(dec, w.toolMember); err != nil {
+		return nil, nil, false, err
+	}
+	end := int(dec.InputOffset())
+	// The span before the value may hold the colon and whitespace.
+	result = bytes.TrimLeft(src[start:end:end], " \t\r\n:")
+	out, err = w.finishToolResult(dst, result, reserve)
+	return out, result, w.isError, err
+}
+
 // toolResult appends the shaped result to dst (see AppendToolResultError).
 func (w *walker) toolResult(dst, result []byte, reserve int) ([]byte, error) {
-	s := w.s
 	if err := w.members(result, w.toolMember); err != nil {
 		return nil, err
 	}
+	return w.finishToolResult(dst, result, reserve)
+}
+
+// finishToolResult shapes the deferred members of a tool result whose
+// top-level members were read (members) and appends the shaped result to
+// dst; result is the result's bytes in w.in.
+func (w *walker) finishToolResult(dst, result []byte, reserve int) ([]byte, error) {
+	s := w.s
 	// The content array was read in the first pass (its blocks' members
 	// kept as slices of the input); its text blocks can be shaped now that
 	// structuredContent is known.
@@ -74,7 +107,7 @@ func (w *walker) toolResult(dst, result []byte, reserve int) ([]byte, error) {
 		saved := w.changed
 		w.changed = false
 		start := len(w.arena)
-		w.arena = w.appendString(w.arena, result[m.name[0]:m.name[1]])
+		w.arena = w.appendString(w.arena, w.in[m.name[0]:m.name[1]])
 		w.arena = append(w.arena, ':')
 		var err error
 		if w.arena, err = w.emitBlocks(w.arena, w.recs, true, false); err != nil {
@@ -93,7 +126,7 @@ func (w *walker) toolResult(dst, result []byte, reserve int) ([]byte, error) {
 		}
 		return nil, nil
 	}
-	out := w.assemble(result)
+	out := w.assemble(w.in)
 	if len(out) > s.maxResult {
 		w.isError = true
 		return appendReserved(dst, tooLarge(len(out), s.maxResult), reserve), nil

@@ -434,6 +434,22 @@ func (w *walker) members(b []byte, fn memberFunc) error {
 	w.in = b
 	dec := w.open(b)
 	defer w.close()
+	if err := w.membersFrom(dec, fn); err != nil {
+		return err
+	}
+	if _, err := dec.ReadToken(); !errors.Is(err, io.EOF) {
+		if err == nil {
+			err = errors.New("shape: data after the result object")
+		}
+		return err
+	}
+	return nil
+}
+
+// membersFrom is members reading the object from dec, which reads w.in in
+// place (its offsets are offsets in w.in); it reads the object and no
+// further.
+func (w *walker) membersFrom(dec *jsontext.Decoder, fn memberFunc) error {
 	switch k := dec.PeekKind(); k {
 	case '{':
 	case 0:
@@ -480,16 +496,8 @@ func (w *walker) members(b []byte, fn memberFunc) error {
 		}
 		w.mem = append(w.mem, m)
 	}
-	if _, err := dec.ReadToken(); err != nil {
-		return err
-	}
-	if _, err := dec.ReadToken(); !errors.Is(err, io.EOF) {
-		if err == nil {
-			err = errors.New("shape: data after the result object")
-		}
-		return err
-	}
-	return nil
+	_, err := dec.ReadToken()
+	return err
 }
 
 // assemble writes the object of w.mem to w.out: changed members from the
