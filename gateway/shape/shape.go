@@ -253,6 +253,11 @@ func Compile(r Rules) (*Shaper, error) {
 type secretSet struct {
 	exact map[string]struct{} // normalised names without '*'
 	globs []string            // normalised names with '*'
+	// lens has bit n set when an exact name is n bytes long (n < 64);
+	// long: one is 64 bytes or longer.
+	lens uint64
+	long bool
+	min  int // the shortest exact name's length
 }
 
 func (ss *secretSet) empty() bool { return len(ss.exact) == 0 && len(ss.globs) == 0 }
@@ -271,8 +276,24 @@ func (ss *secretSet) add(name string) error {
 			ss.exact = make(map[string]struct{})
 		}
 		ss.exact[norm] = struct{}{}
+		if len(ss.exact) == 1 || len(norm) < ss.min {
+			ss.min = len(norm)
+		}
+		if len(norm) < 64 {
+			ss.lens |= 1 << len(norm)
+		} else {
+			ss.long = true
+		}
 	}
 	return nil
+}
+
+// mayBeExact reports whether an exact name is n bytes long.
+func (ss *secretSet) mayBeExact(n int) bool {
+	if n >= 64 {
+		return ss.long
+	}
+	return ss.lens&(1<<n) != 0
 }
 
 // match reports whether the (unquoted) member name is a secret; scratch is
@@ -281,9 +302,14 @@ func (ss *secretSet) match(name, scratch []byte) (bool, []byte) {
 	if ss.empty() {
 		return false, scratch
 	}
+	if len(ss.globs) == 0 && len(name) < ss.min && ascii(name) {
+		return false, scratch // normalise never lengthens ASCII
+	}
 	scratch = normalise(scratch[:0], name)
-	if _, ok := ss.exact[string(scratch)]; ok {
-		return true, scratch
+	if ss.mayBeExact(len(scratch)) {
+		if _, ok := ss.exact[string(scratch)]; ok {
+			return true, scratch
+		}
 	}
 	for _, g := range ss.globs {
 		if glob(g, scratch) {
@@ -291,6 +317,15 @@ func (ss *secretSet) match(name, scratch []byte) (bool, []byte) {
 		}
 	}
 	return false, scratch
+}
+
+func ascii(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // normalise appends name lower-cased, without '_', '-', '.' and spaces.

@@ -529,3 +529,35 @@ func TestDeepNesting(t *testing.T) {
 		}
 	}
 }
+
+// TestSecretSetLengths: the length filter in front of the exact names
+// never hides one: every declared name, spelt any way, still matches,
+// short and 64 bytes or longer, and other names of the same lengths do
+// not.
+func TestSecretSetLengths(t *testing.T) {
+	long := strings.Repeat("k", 70)
+	var ss secretSet
+	for _, n := range []string{"password", "pin", long, "Ⱥb"} {
+		if err := ss.add(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, want := range map[string]bool{
+		"password": true, "Pass_Word": true, "PASS-WORD": true, "pass.word": true, "p a s s w o r d": true,
+		"pin": true, "P_I_N": true, long: true, strings.ToUpper(long): true, "ⱥB": true, "Ⱥ_b": true,
+		"passwort": false, "pine": false, "pi": false, "": false, long + "k": false, strings.Repeat("k", 69): false,
+		"ⱥc": false, "checked_at": false,
+	} {
+		if got, _ := ss.match([]byte(name), nil); got != want {
+			t.Errorf("match(%q) = %v, want %v", name, got, want)
+		}
+	}
+	// A name shorter than every secret name that lower-cases longer.
+	var grow secretSet
+	if err := grow.add("ⱥⱥ"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := grow.match([]byte("ȺȺ"), nil); !got {
+		t.Errorf("ȺȺ (%d bytes) does not match ⱥⱥ (%d bytes)", len("ȺȺ"), len("ⱥⱥ"))
+	}
+}
