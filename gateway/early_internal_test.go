@@ -186,3 +186,41 @@ func FuzzEarlyResult(f *testing.F) {
 		}
 	})
 }
+
+// TestMayHoldTask: a result that may be a task handle is looked at, its
+// member's name escaped or not, with and without the early shaping.
+func TestMayHoldTask(t *testing.T) {
+	s := earlyShapers(t)[0]
+	taskShaper, err := shape.Compile(shape.Rules{SecretNames: []string{"task"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		result string
+		want   bool // the early shaping's answer; the look may say true more often
+	}{
+		{`{"task":{"taskId":"t"}}`, true},
+		{`{"t\u0061sk":{"taskId":"t"}}`, true},
+		{`{"\u0074\u0061\u0073\u006b":1}`, true},
+		{`{"content":[],"task":null}`, true},
+		{`{"content":[{"type":"text","text":"task"}]}`, false},
+		{`{"structuredContent":{"task":{}}}`, false},
+		{`{"content":[]}`, false},
+	} {
+		for _, sh := range []*shape.Shaper{s, taskShaper} {
+			body := []byte(`{"jsonrpc":"2.0","id":7,"result":` + c.result + `}`)
+			x := &Exchange{shaper: sh, msg: &mcp.Message{Kind: mcp.KindRequest, Method: mcp.MethodToolsCall, ID: []byte("7")}}
+			msg, perr := mcp.ParseResultInto(&x.answerMsg, body, 64, (*earlyReader)(x))
+			if perr != nil || !x.earlyFor(msg.Result) {
+				t.Fatalf("%s: %v, early %v", c.result, perr, x.earlyFor(msg.Result))
+			}
+			if got := x.mayHoldTask(msg.Result); got != c.want {
+				t.Errorf("%s: early: %v, want %v", c.result, got, c.want)
+			}
+			x.early = earlyResult{}
+			if got := x.mayHoldTask(msg.Result); c.want && !got {
+				t.Errorf("%s: look: %v, want true", c.result, got)
+			}
+		}
+	}
+}

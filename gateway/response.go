@@ -289,6 +289,7 @@ type earlyResult struct {
 	at      *byte  // the result read: its first byte in the body; nil: none
 	n       uint32 // and its length
 	isError bool
+	task    bool // the result has a top-level member "task"
 }
 
 // earlyReader is the exchange as the mcp.ResultReader of its answer.
@@ -299,24 +300,39 @@ func (r *earlyReader) ReadResult(dec *jsontext.Decoder, body []byte) error {
 	x := (*Exchange)(r)
 	var buf [64]byte
 	reserve := len(mcp.AppendResultHead(buf[:0], x.msg.ID)) + len(mcp.ResultTail)
-	out, result, isError, err := x.shaper.AppendToolResultFrom(nil, dec, body, reserve)
+	read, err := x.shaper.AppendToolResultFrom(nil, dec, body, reserve)
 	if err != nil {
 		return err
 	}
-	if uint64(len(result)) <= math.MaxUint32 {
-		x.early = earlyResult{out: out, at: &result[0], n: uint32(len(result)), isError: isError}
+	if uint64(len(read.Result)) <= math.MaxUint32 {
+		x.early = earlyResult{out: read.Out, at: &read.Result[0], n: uint32(len(read.Result)), isError: read.IsError, task: read.Task}
 	}
 	return nil
 }
 
+// earlyFor reports whether x.early is the shaping of result.
+func (x *Exchange) earlyFor(result []byte) bool {
+	e := &x.early
+	return e.at != nil && uint64(len(result)) == uint64(e.n) && &result[0] == e.at
+}
+
 // takeEarly returns the early shaping of result, if there is one.
 func (x *Exchange) takeEarly(result []byte) (earlyResult, bool) {
+	ok := x.earlyFor(result)
 	e := x.early
 	x.early = earlyResult{}
-	if e.at == nil || uint64(len(result)) != uint64(e.n) || &result[0] != e.at {
-		return earlyResult{}, false
+	return e, ok
+}
+
+// mayHoldTask reports whether a tools/call result may be a task handle
+// (a top-level member "task", its name compared after unescaping): as the
+// early shaping read its names, else by a look for the name, or for an
+// escape that may spell it.
+func (x *Exchange) mayHoldTask(result []byte) bool {
+	if x.earlyFor(result) {
+		return x.early.task
 	}
-	return e, true
+	return bytes.Contains(result, []byte(`"task"`)) || bytes.Contains(result, []byte(`\u`))
 }
 
 // shape returns the rewritten message, nil when nothing changes, or an error
@@ -516,7 +532,7 @@ func (x *Exchange) shapeAnswer(result jsontext.Value) ([]byte, error) {
 
 // shapeOwnAnswer is shapeAnswer's work on the upstream's own result.
 func (x *Exchange) shapeOwnAnswer(result jsontext.Value) ([]byte, error) {
-	if x.task.inspect || x.msg.Method == "tools/call" && bytes.Contains(result, []byte(`"task"`)) {
+	if x.task.inspect || x.msg.Method == "tools/call" && x.mayHoldTask(result) {
 		if out, done, err := x.taskAnswer(result); done {
 			return out, err
 		}

@@ -240,16 +240,19 @@ func TestTasksOn(t *testing.T) {
 		}
 	})
 	t.Run("a task handle answering a call that asked for none is withheld", func(t *testing.T) {
-		x, _ := taskForwarded(t, p, taskReq(taskTokenA, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"export_report","arguments":{}}}`))
-		if _, err := x.ResponseHeaders(200, mcp.Header{"content-type": {"application/json"}}); err != nil {
-			t.Fatal(err)
-		}
-		_, _, err := x.ResponseBody(ctx, []byte(`{"jsonrpc":"2.0","id":9,"result":{"task":{"taskId":"t-9","status":"working","createdAt":"x","lastUpdatedAt":"x","ttl":1}}}`))
-		if err == nil {
-			t.Error("relayed")
-		}
-		if _, err := st.Task(ctx, "demo", "t-9"); err == nil {
-			t.Error("bound")
+		// The member's name escaped or not: a client reads both as "task".
+		for _, name := range []string{`task`, `t\u0061sk`} {
+			x, _ := taskForwarded(t, p, taskReq(taskTokenA, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"export_report","arguments":{}}}`))
+			if _, err := x.ResponseHeaders(200, mcp.Header{"content-type": {"application/json"}}); err != nil {
+				t.Fatal(err)
+			}
+			out, _, err := x.ResponseBody(ctx, []byte(`{"jsonrpc":"2.0","id":9,"result":{"`+name+`":{"taskId":"t-9","status":"working","createdAt":"x","lastUpdatedAt":"x","ttl":1}}}`))
+			if err == nil {
+				t.Errorf("%s: relayed %s", name, out)
+			}
+			if _, err := st.Task(ctx, "demo", "t-9"); err == nil {
+				t.Errorf("%s: bound", name)
+			}
 		}
 	})
 	t.Run("an upstream reusing a live task id of A for B is withheld", func(t *testing.T) {

@@ -57,14 +57,25 @@ func appendReserved(dst, b []byte, reserve int) []byte {
 	return append(slices.Grow(dst, len(b)+reserve), b...)
 }
 
+// ResultRead is what AppendToolResultFrom read and wrote.
+type ResultRead struct {
+	Out     []byte // the shaped result after dst, nil when nothing changes
+	Result  []byte // the result's bytes in src
+	IsError bool   // as ToolResultError reports it
+	// Task: the result has a top-level member named "task" (compared
+	// after unescaping, whatever its value and whether or not it is
+	// dropped as a secret name).
+	Task bool
+}
+
 // AppendToolResultFrom is AppendToolResultError for a result that dec
 // reads next: dec reads src in place (from a bytes.Buffer over src, so
 // that its offsets are offsets in src), and it reads the result and no
-// further. result is the result's bytes in src. Unlike the other tool
-// result methods it reads strictly only: invalid UTF-8 is an error, like
-// any other in the JSON. A caller that reads a whole message with dec has
-// the result checked and shaped in one pass; after an error dec is spent.
-func (s *Shaper) AppendToolResultFrom(dst []byte, dec *jsontext.Decoder, src []byte, reserve int) (out, result []byte, isError bool, err error) {
+// further. Unlike the other tool result methods it reads strictly only:
+// invalid UTF-8 is an error, like any other in the JSON. A caller that
+// reads a whole message with dec has the result checked and shaped in
+// one pass; after an error dec is spent.
+func (s *Shaper) AppendToolResultFrom(dst []byte, dec *jsontext.Decoder, src []byte, reserve int) (ResultRead, error) {
 	if s == nil {
 		s = zeroShaper
 	}
@@ -74,13 +85,17 @@ func (s *Shaper) AppendToolResultFrom(dst []byte, dec *jsontext.Decoder, src []b
 	w.in = src
 	start := int(dec.InputOffset())
 	if err := w.membersFrom(dec, w.toolMember); err != nil {
-		return nil, nil, false, err
+		return ResultRead{}, err
 	}
 	end := int(dec.InputOffset())
 	// The span before the value may hold the colon and whitespace.
-	result = bytes.TrimLeft(src[start:end:end], " \t\r\n:")
-	out, err = w.finishToolResult(dst, result, reserve)
-	return out, result, w.isError, err
+	r := ResultRead{Result: bytes.TrimLeft(src[start:end:end], " \t\r\n:")}
+	out, err := w.finishToolResult(dst, r.Result, reserve)
+	if err != nil {
+		return ResultRead{}, err
+	}
+	r.Out, r.IsError, r.Task = out, w.isError, w.task
+	return r, nil
 }
 
 // toolResult appends the shaped result to dst (see AppendToolResultError).

@@ -46,6 +46,7 @@ type walker struct {
 	// errorObject: members walks a JSON-RPC error object, whose code and
 	// message are never dropped as secret names.
 	errorObject bool
+	task        bool // members read a member named "task"
 
 	decs []*decoder // decoder stack; ndec in use
 	ndec int
@@ -106,7 +107,7 @@ func run(s *Shaper, maxText int, prefix bool, fn func(w *walker) ([]byte, error)
 }
 
 func (w *walker) reset(s *Shaper, maxText int, prefix, lenient bool) {
-	w.s, w.maxText, w.prefix, w.lenient, w.changed, w.isError, w.errorObject = s, maxText, prefix, lenient, false, false, false
+	w.s, w.maxText, w.prefix, w.lenient, w.changed, w.isError, w.errorObject, w.task = s, maxText, prefix, lenient, false, false, false, false
 	w.ndec = 0
 	w.arena, w.mem, w.out = w.arena[:0], w.mem[:0], w.out[:0]
 	w.kvs, w.recs = w.kvs[:0], w.recs[:0]
@@ -469,6 +470,9 @@ func (w *walker) membersFrom(dec *jsontext.Decoder, fn memberFunc) error {
 		end := int(dec.InputOffset())
 		m := member{name: [2]int{end - len(raw), end}}
 		name := w.unquote(&w.name, raw)
+		if string(name) == "task" {
+			w.task = true
+		}
 		var secret bool
 		if secret, w.norm = w.s.secrets.match(name, w.norm); secret && !(w.errorObject && (string(name) == "code" || string(name) == "message")) {
 			w.changed = true
