@@ -242,7 +242,7 @@ func (x *Exchange) ResponseBody(ctx context.Context, body []byte) ([]byte, bool,
 		}
 		body, decoded = out, true
 	}
-	if x.answersRequest() && len(bytes.TrimLeft(body, " \t\r\n")) == 0 {
+	if x.answersRequest() && blank(body) {
 		return nil, false, withheld(emptyAnswer, errEmptyAnswer)
 	}
 	out, err := x.shape(ctx, body, nil)
@@ -253,6 +253,18 @@ func (x *Exchange) ResponseBody(ctx context.Context, body []byte) ([]byte, bool,
 		return body, decoded, nil
 	}
 	return out, true, nil
+}
+
+// blank reports whether b is only JSON whitespace.
+func blank(b []byte) bool {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // parsedBody is body's mcp.Parse result, when the caller already has it.

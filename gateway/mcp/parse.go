@@ -674,7 +674,11 @@ func (p *parser) readWith() (jsontext.Value, *Error) {
 		return nil, newParseError("the result could not be read")
 	}
 	end := int(p.dec.InputOffset())
-	v := jsontext.Value(bytes.TrimLeft(p.body[start:end:end], " \t\r\n:"))
+	// Between the name and the value: whitespace and the colon.
+	v := jsontext.Value(p.body[start:end:end])
+	if i := bytes.IndexByte(v, '{'); i >= 0 {
+		v = v[i:]
+	}
 	if len(v) == 0 || v[0] != '{' {
 		p.readFailed = true
 		return nil, newParseError("the result could not be read")

@@ -89,13 +89,27 @@ func (s *Shaper) AppendToolResultFrom(dst []byte, dec *jsontext.Decoder, src []b
 	}
 	end := int(dec.InputOffset())
 	// The span before the value may hold the colon and whitespace.
-	r := ResultRead{Result: bytes.TrimLeft(src[start:end:end], " \t\r\n:")}
+	r := ResultRead{Result: valueAfterName(src[start:end:end])}
 	out, err := w.finishToolResult(dst, r.Result, reserve)
 	if err != nil {
 		return ResultRead{}, err
 	}
 	r.Out, r.IsError, r.Task = out, w.isError, w.task
 	return r, nil
+}
+
+// valueAfterName is b, the span a decoder read after a member's name,
+// without the colon and whitespace before the value.
+func valueAfterName(b []byte) []byte {
+	for len(b) > 0 {
+		switch b[0] {
+		case ' ', '\t', '\r', '\n', ':':
+			b = b[1:]
+			continue
+		}
+		break
+	}
+	return b
 }
 
 // toolResult appends the shaped result to dst (see AppendToolResultError).
@@ -179,7 +193,7 @@ func (w *walker) toolMember(name []byte, dec *jsontext.Decoder, dst []byte) ([]b
 		w.changed = saved || w.changed
 		w.sc.out = [2]int{start, len(dst)}
 		// The span after the name holds the colon, whitespace and the value.
-		w.sc.orig = bytes.TrimLeft(w.in[before:dec.InputOffset()], " \t\r\n:")
+		w.sc.orig = valueAfterName(w.in[before:dec.InputOffset()])
 		return dst, false, nil
 	case "content":
 		if dec.PeekKind() == '[' {
