@@ -269,6 +269,7 @@ func (x *Exchange) WatchSwitches(ctx context.Context, stop func(last []byte)) (c
 		return func() {}
 	}
 	ctx, cancel = context.WithCancel(ctx)
+	x.watched = true // never reused (Release)
 	go func() {
 		for {
 			changed := sw.Changed()

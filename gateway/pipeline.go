@@ -389,6 +389,7 @@ type Exchange struct {
 	bodyChanged  bool // body differs from the body received
 	stopSent     bool // ResponseEvents emitted stop
 	ended        bool // End ran
+	watched      bool // WatchSwitches started a goroutine that holds x
 	loopLater    bool // the loop key is made when the answer is known (limits.go)
 	shaper       *shape.Shaper
 	reqMsg       mcp.Message       // what parseMessage reads the request into; msg points here

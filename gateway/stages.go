@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway/mcp"
@@ -49,8 +50,9 @@ var requestStages = []stage{
 // requestStages in order on r and returns the exchange, whose methods are
 // the response phases, with its verdict (answer locally, or forward).
 func (p *Pipeline) HandleRequest(ctx context.Context, r *Request) (*Exchange, Verdict) {
-	p = p.cur.Load() // the settings this exchange runs with, start to end
-	x := &Exchange{ctx: ctx, p: p, req: r, start: time.Now(), label: LabelNone}
+	p = p.cur.Load()                 // the settings this exchange runs with, start to end
+	x := exchanges.Get().(*Exchange) // zero: new, or zeroed by Release
+	x.ctx, x.p, x.req, x.start, x.label = ctx, p, r, time.Now(), LabelNone
 	if p.opts.Tracer != nil {
 		ctx = p.startTrace(x)
 	}
@@ -82,6 +84,26 @@ func (p *Pipeline) HandleRequest(ctx context.Context, r *Request) (*Exchange, Ve
 		x.End(nil)
 	}
 	return x, *v
+}
+
+// exchanges are Exchanges given back by Release, zeroed.
+var exchanges = sync.Pool{New: func() any { return new(Exchange) }}
+
+// Release gives x back for reuse by a later HandleRequest. An adapter may
+// call it once, after End, when it is done with x and with what x
+// returned that points into it (Message); it must not use them
+// afterwards. x is reused only if nothing but the adapter can still
+// reach it: an exchange that relayed an SSE answer (its EventRewriter,
+// a tool-list watch that a background recheck may read), started
+// WatchSwitches or asked an upstream credential source for a credential
+// (which was given a pointer into x) is left to the collector, as is
+// one whose End has not run.
+func (x *Exchange) Release() {
+	if !x.ended || x.watched || x.events != nil || x.watchTools || x.ls != nil || x.cred != nil || x.credCaller != nil {
+		return
+	}
+	*x = Exchange{}
+	exchanges.Put(x)
 }
 
 // handle runs the stages until one answers or forwards the request (the

@@ -19,3 +19,13 @@ func RouteTo(s *Server, member func(*gateway.Request) string) {
 		return x, v
 	}
 }
+
+// Observe calls seen with each exchange the pipeline starts for s.
+func Observe(s *Server, seen func(*gateway.Exchange)) {
+	handle := s.handle
+	s.handle = func(ctx context.Context, r *gateway.Request) (*gateway.Exchange, gateway.Verdict) {
+		x, v := handle(ctx, r)
+		seen(x)
+		return x, v
+	}
+}

@@ -195,6 +195,7 @@ func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error
 	a := answerSets.Get().(*answers)
 	defer a.release()
 	ex := &exchange{s: s, stream: stream, ctx: ctx, a: a}
+	defer ex.release()
 	defer ex.finish()
 	in := &ex.a.in
 	for {
@@ -218,6 +219,15 @@ func (ex *exchange) finish() {
 	if ex.x != nil && !ex.finished {
 		ex.finished = true
 		ex.x.End(nil)
+	}
+}
+
+// release gives the pipeline's exchange back once the stream is done
+// (after finish): nothing of the stream uses it any more.
+func (ex *exchange) release() {
+	if ex.x != nil {
+		ex.x.Release()
+		ex.x = nil
 	}
 }
 

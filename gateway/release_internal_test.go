@@ -1,0 +1,73 @@
+package gateway
+
+import (
+	"context"
+	"testing"
+
+	"github.com/mcpgate/mcpgate/gateway/mcp"
+	"github.com/mcpgate/mcpgate/store"
+)
+
+// offSwitches are kill switches that are all off.
+type offSwitches struct{ changed chan struct{} }
+
+func (offSwitches) Global() (bool, store.Switch)       { return false, store.Switch{} }
+func (offSwitches) Tenant(string) (bool, store.Switch) { return false, store.Switch{} }
+func (s offSwitches) Changed() <-chan struct{}         { return s.changed }
+
+// Release reuses an exchange only after End, and never one that
+// something besides the adapter may still reach: an SSE rewriter or a
+// tool-list watch, a WatchSwitches goroutine, an upstream credential
+// source. A reused exchange is zeroed first.
+func TestReleaseReusesOnlyUnreachable(t *testing.T) {
+	p := New(allowAll{}, Options{MaxBodyBytes: 1 << 20, MaxJSONDepth: 64, Switches: offSwitches{make(chan struct{})}})
+	const body = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`
+	start := func() *Exchange {
+		t.Helper()
+		h := mcp.Header{"content-type": {"application/json"}, "mcp-protocol-version": {"2026-07-28"}, "mcp-method": {"tools/call"}, "mcp-name": {"t"}}
+		x, v := p.HandleRequest(context.Background(), &Request{Transport: TransportExtProc, Method: "POST", Path: "/mcp", Upstream: "u", Header: h, Body: []byte(body)})
+		if v.Local != nil {
+			t.Fatalf("refused: %s", v.Local.Body)
+		}
+		if x.req == nil || x.msg == nil || x.msg.Name != "t" {
+			t.Fatalf("exchange not set up: %+v", x.msg)
+		}
+		return x
+	}
+	kept := func(name string, x *Exchange) {
+		t.Helper()
+		if x.req == nil || x.msg == nil || x.msg.Name != "t" {
+			t.Errorf("%s: Release zeroed an exchange that may still be reached", name)
+		}
+	}
+
+	x := start()
+	x.Release() // before End: kept
+	kept("before End", x)
+	x.End(nil)
+	x.Release()
+	if x.req != nil || x.msg != nil || x.ended || x.verdict.SetHeader != nil {
+		t.Fatal("an ended exchange nothing else reaches was not zeroed for reuse")
+	}
+
+	for _, c := range []struct {
+		name string
+		hold func(x *Exchange)
+	}{
+		{"WatchSwitches", func(x *Exchange) {
+			ctx, cancel := context.WithCancel(context.Background())
+			t.Cleanup(cancel)
+			x.WatchSwitches(ctx, func([]byte) {})
+		}},
+		{"SSE rewriter", func(x *Exchange) { x.eventRewriter(context.Background()) }},
+		{"tool-list watch", func(x *Exchange) { x.watchTools = true }},
+		{"list stream", func(x *Exchange) { x.ls = &listStream{x: x} }},
+		{"credential", func(x *Exchange) { x.cred = &upstreamCred{}; x.credCaller = &x.callerBuf }},
+	} {
+		x := start()
+		x.End(nil)
+		c.hold(x) // what x did in its life; End leaves these set
+		x.Release()
+		kept(c.name, x)
+	}
+}
