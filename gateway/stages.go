@@ -97,13 +97,15 @@ var exchanges = sync.Pool{New: func() any { return new(Exchange) }}
 // a tool-list watch that a background recheck may read), started
 // WatchSwitches or asked an upstream credential source for a credential
 // (which was given a pointer into x) is left to the collector, as is
-// one whose End has not run.
-func (x *Exchange) Release() {
+// one whose End has not run. Release reports whether x was taken back:
+// then nothing of the pipeline holds x's Request any more either.
+func (x *Exchange) Release() bool {
 	if !x.ended || x.watched || x.events != nil || x.watchTools || x.ls != nil || x.cred != nil || x.credCaller != nil {
-		return
+		return false
 	}
 	*x = Exchange{}
 	exchanges.Put(x)
+	return true
 }
 
 // handle runs the stages until one answers or forwards the request (the

@@ -41,6 +41,35 @@ type answers struct {
 	mut         extprocv3.HeaderMutation
 	store       headerStore
 	length      [20]byte // the content-length value of contentLength
+	// ex is the stream's exchange, maps the header maps of its request
+	// and response (fromHeaderMap). held: the pipeline may still reach
+	// them (through ex.request) once the stream has ended
+	// (exchange.release); the set is then left to the collector.
+	ex   exchange
+	maps headerMaps
+	held bool
+}
+
+// headerMaps is the storage of a stream's converted header maps.
+type headerMaps struct{ req, resp headerStorage }
+
+// headerStorage is a header map and the array of its values
+// (fromHeaderMap); given: in use by the stream.
+type headerStorage struct {
+	m     mcp.Header
+	vals  []string
+	given bool
+}
+
+// cleared returns st emptied for another stream (nothing of its values
+// kept alive), or nothing when it grew large.
+func (st headerStorage) cleared() headerStorage {
+	if len(st.m) > maxKeptHeaders || cap(st.vals) > maxKeptHeaders {
+		return headerStorage{}
+	}
+	clear(st.m)
+	clear(st.vals[:cap(st.vals)])
+	return headerStorage{m: st.m, vals: st.vals[:0]}
 }
 
 // answerSets keeps answers from one stream for the next: nothing holds a
@@ -54,15 +83,20 @@ var answerSets = sync.Pool{New: func() any { return new(answers) }}
 const maxKeptHeaders = 32
 
 // release clears a, so that it keeps nothing of its stream alive, and
-// returns it to answerSets with its header storage when that is small.
+// returns it to answerSets with its header storage when that is small;
+// a set the pipeline may still reach is not reused.
 func (a *answers) release() {
+	if a.held {
+		return
+	}
 	st := a.store
 	if len(st.hs) > maxKeptHeaders {
 		st = headerStore{}
 	}
 	clear(st.hs)
 	clear(st.opts[:cap(st.opts)])
-	*a = answers{store: st}
+	maps := headerMaps{req: a.maps.req.cleared(), resp: a.maps.resp.cleared()}
+	*a = answers{store: st, maps: maps}
 	answerSets.Put(a)
 }
 

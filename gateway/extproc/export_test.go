@@ -20,12 +20,13 @@ func RouteTo(s *Server, member func(*gateway.Request) string) {
 	}
 }
 
-// Observe calls seen with each exchange the pipeline starts for s.
-func Observe(s *Server, seen func(*gateway.Exchange)) {
+// Observe calls seen with each request s hands the pipeline and the
+// exchange the pipeline starts for it.
+func Observe(s *Server, seen func(*gateway.Request, *gateway.Exchange)) {
 	handle := s.handle
 	s.handle = func(ctx context.Context, r *gateway.Request) (*gateway.Exchange, gateway.Verdict) {
 		x, v := handle(ctx, r)
-		seen(x)
+		seen(r, x)
 		return x, v
 	}
 }

@@ -29,7 +29,7 @@ func TestFromHeaderMap(t *testing.T) {
 		{Key: "x-c", Value: "ignored", RawValue: []byte("raw wins")},
 		{Key: ":status", RawValue: []byte("200")},
 	}}
-	hdr, p := fromHeaderMap(hm)
+	hdr, p := fromHeaderMap(hm, nil)
 	if p != (pseudoHeaders{method: "POST", path: "/mcp?x=1", status: "200"}) {
 		t.Fatalf("pseudo-headers %+v", p)
 	}

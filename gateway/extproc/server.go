@@ -184,6 +184,10 @@ type exchange struct {
 	// ("" when it had none): MCP endpoints take no query parameters, and
 	// the client's query is read by the gates, never forwarded.
 	path string
+	// request is req's storage; repeated: the stream carried request
+	// headers more than once (each replaced req).
+	request  gateway.Request
+	repeated bool
 }
 
 // Process serves one ext_proc stream: one HTTP request and its response.
@@ -194,7 +198,8 @@ func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error
 	ctx := stream.Context()
 	a := answerSets.Get().(*answers)
 	defer a.release()
-	ex := &exchange{s: s, stream: stream, ctx: ctx, a: a}
+	ex := &a.ex
+	*ex = exchange{s: s, stream: stream, ctx: ctx, a: a}
 	defer ex.release()
 	defer ex.finish()
 	in := &ex.a.in
@@ -224,11 +229,14 @@ func (ex *exchange) finish() {
 
 // release gives the pipeline's exchange back once the stream is done
 // (after finish): nothing of the stream uses it any more.
+//
+// ex and the header maps its messages were converted into live in the
+// stream's answers, which the next stream reuses only when nothing else
+// can reach them: no pipeline exchange, or one that Release took back.
 func (ex *exchange) release() {
-	if ex.x != nil {
-		ex.x.Release()
-		ex.x = nil
-	}
+	released := ex.x == nil || ex.x.Release()
+	ex.x = nil
+	ex.a.held = !released || ex.repeated
 }
 
 // fail ends the exchange with the upstream's failure err and returns the
@@ -261,12 +269,20 @@ func (ex *exchange) handle(in *extprocv3.ProcessingRequest) *extprocv3.Processin
 // OPTIONS) the pipeline decides at once; otherwise the decision waits for
 // the buffered body.
 func (ex *exchange) requestHeaders(in *extprocv3.ProcessingRequest, h *extprocv3.HttpHeaders) *extprocv3.ProcessingResponse {
-	hdr, pseudo := fromHeaderMap(h.GetHeaders())
+	hdr, pseudo := fromHeaderMap(h.GetHeaders(), &ex.a.maps.req)
 	path, query, hasQuery := strings.Cut(pseudo.path, "?")
 	if hasQuery {
 		ex.path = path
 	}
-	ex.req = &gateway.Request{
+	if ex.req != nil {
+		// A repeated message: the exchange it started may still hold
+		// the request (a new one replaces it).
+		ex.repeated = true
+		ex.req = new(gateway.Request)
+	} else {
+		ex.req = &ex.request
+	}
+	*ex.req = gateway.Request{
 		Transport: gateway.TransportExtProc,
 		Method:    strings.ToUpper(pseudo.method),
 		Path:      path,
@@ -451,7 +467,7 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.Process
 	if ex.x == nil {
 		return ex.a.answer(responseHeaders, change{}, nil)
 	}
-	hdr, pseudo := fromHeaderMap(h.GetHeaders())
+	hdr, pseudo := fromHeaderMap(h.GetHeaders(), &ex.a.maps.resp)
 	code, _ := strconv.Atoi(pseudo.status)
 	ex.checkRouted(code)
 	if h.GetEndOfStream() && hdr["content-length"] == nil {
@@ -642,7 +658,11 @@ type pseudoHeaders struct {
 // pipeline — appends into a fresh array and never overwrites the next
 // field's value. Envoy's header map keeps names lower-case whatever the
 // client's protocol, so lower-casing costs a scan and no copy.
-func fromHeaderMap(hm *corev3.HeaderMap) (mcp.Header, pseudoHeaders) {
+//
+// The map and the values' array come from st when it has them and has
+// not given them out on this stream yet (it then records them as given
+// out); st nil: both are new.
+func fromHeaderMap(hm *corev3.HeaderMap, st *headerStorage) (mcp.Header, pseudoHeaders) {
 	hvs := hm.GetHeaders()
 	regular := 0
 	for _, hv := range hvs {
@@ -650,8 +670,20 @@ func fromHeaderMap(hm *corev3.HeaderMap) (mcp.Header, pseudoHeaders) {
 			regular++
 		}
 	}
-	hdr := make(mcp.Header, regular)
-	vals := make([]string, 0, regular)
+	var hdr mcp.Header
+	var vals []string
+	if st != nil && !st.given {
+		hdr, vals = st.m, st.vals[:0]
+	}
+	if hdr == nil {
+		hdr = make(mcp.Header, regular)
+	}
+	if cap(vals) < regular {
+		vals = make([]string, 0, regular) // never grows below: values keep their array
+	}
+	if st != nil && !st.given {
+		st.m, st.vals, st.given = hdr, vals, true // (cleared reads vals to its capacity)
+	}
 	var p pseudoHeaders
 	for _, hv := range hvs {
 		k := strings.ToLower(hv.GetKey())
