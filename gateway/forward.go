@@ -23,7 +23,8 @@ var identityEncoding = []string{"identity"}[:1:1]
 // identity-encoded response so the pipeline never inspects compressed bytes.
 func (p *Pipeline) forwardVerdict(x *Exchange, body []byte, changed bool) Verdict {
 	x.mark(SpanForward)
-	v := Verdict{SetHeader: mcp.Header{"accept-encoding": identityEncoding}, Upstream: x.member}
+	v := Verdict{SetHeader: x.forwardHeader(), Upstream: x.member}
+	v.SetHeader["accept-encoding"] = identityEncoding
 	// The upstream sees the standard headers in their plain form: a
 	// base64-encoded Mcp-Name that matched the body is re-derived from it.
 	if m := x.msg; m != nil && m.Target() != "" {
@@ -63,6 +64,19 @@ func (p *Pipeline) forwardVerdict(x *Exchange, body []byte, changed bool) Verdic
 		return Verdict{Local: l}
 	}
 	return v
+}
+
+// forwardHeader returns an empty map for a forwarded request's fields:
+// the one a released exchange kept, once per exchange, else a new one.
+func (x *Exchange) forwardHeader() mcp.Header {
+	if x.fwdGiven {
+		return make(mcp.Header, 4)
+	}
+	if x.fwdHeader == nil {
+		x.fwdHeader = make(mcp.Header, 4)
+	}
+	x.fwdGiven = true
+	return x.fwdHeader
 }
 
 // underscoreAliases returns the request fields whose names, with '_' read

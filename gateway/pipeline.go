@@ -453,6 +453,10 @@ type Exchange struct {
 	// setHeader are request fields the forwarded request gets besides
 	// the verdict's own (Mcp-Param-* derived from the arguments).
 	setHeader mcp.Header
+	// fwdHeader is the map forwardVerdict fills, emptied and kept by
+	// Release for the exchange's next use; fwdGiven: a verdict has it.
+	fwdHeader mcp.Header
+	fwdGiven  bool
 	// verdict is the request side's answer, returned by the stage that
 	// ended it.
 	verdict Verdict

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"reflect"
 	"testing"
 
 	"github.com/mcpgate/mcpgate/gateway/mcp"
@@ -69,5 +70,35 @@ func TestReleaseReusesOnlyUnreachable(t *testing.T) {
 		c.hold(x) // what x did in its life; End leaves these set
 		x.Release()
 		kept(c.name, x)
+	}
+}
+
+// The forwarded request's field map a released exchange keeps is empty
+// when the exchange is reused, and one exchange hands it to one verdict
+// only.
+func TestReleaseKeepsForwardHeaderEmpty(t *testing.T) {
+	p := New(allowAll{}, Options{MaxBodyBytes: 1 << 20, MaxJSONDepth: 64})
+	const body = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`
+	for i := range 3 {
+		h := mcp.Header{"content-type": {"application/json"}, "mcp-protocol-version": {"2026-07-28"}, "mcp-method": {"tools/call"}, "mcp-name": {"t"}}
+		x, v := p.HandleRequest(context.Background(), &Request{Transport: TransportExtProc, Method: "POST", Path: "/mcp", Upstream: "u", Header: h, Body: []byte(body)})
+		if v.Local != nil {
+			t.Fatalf("refused: %s", v.Local.Body)
+		}
+		if _, ok := v.SetHeader["x-left-over"]; ok || len(v.SetHeader["accept-encoding"]) != 1 {
+			t.Fatalf("round %d: forwarded fields %v", i, v.SetHeader)
+		}
+		v.SetHeader["x-left-over"] = []string{"from the last exchange"} // an adapter's change
+		if a, b := x.forwardHeader(), x.forwardHeader(); reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(v.SetHeader).UnsafePointer() ||
+			reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer() {
+			t.Fatal("an exchange's field map was handed out twice")
+		}
+		x.End(nil)
+		if !x.Release() {
+			t.Fatal("not released")
+		}
+		if len(x.fwdHeader) != 0 {
+			t.Fatalf("kept map not emptied: %v", x.fwdHeader)
+		}
 	}
 }

@@ -86,6 +86,9 @@ func (p *Pipeline) HandleRequest(ctx context.Context, r *Request) (*Exchange, Ve
 	return x, *v
 }
 
+// maxKeptFields bounds the fields of a map Release keeps.
+const maxKeptFields = 16
+
 // exchanges are Exchanges given back by Release, zeroed.
 var exchanges = sync.Pool{New: func() any { return new(Exchange) }}
 
@@ -103,7 +106,13 @@ func (x *Exchange) Release() bool {
 	if !x.ended || x.watched || x.events != nil || x.watchTools || x.ls != nil || x.cred != nil || x.credCaller != nil {
 		return false
 	}
-	*x = Exchange{}
+	// The verdict's map is the adapter's until it released x: kept, empty.
+	h := x.fwdHeader
+	if len(h) > maxKeptFields {
+		h = nil
+	}
+	clear(h)
+	*x = Exchange{fwdHeader: h}
 	exchanges.Put(x)
 	return true
 }
