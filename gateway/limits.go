@@ -90,14 +90,14 @@ func (p *Pipeline) limitsGate(ctx context.Context, x *Exchange, d *policy.Decisi
 	// section) has none to hold slots for, and every anonymous client
 	// would share one.
 	if l.Slots != nil && x.input.Principal.Authenticated {
-		release, ok := l.Slots.Acquire(conn, write)
+		slot, ok := l.Slots.Take(conn, write)
 		if !ok {
 			x.outcome = OutcomeDeny
 			p.m.observeLimit("concurrency")
 			return limitRefusal(x, d, "too_many_in_flight", "This credential already has as many calls in flight as it may"+
 				map[bool]string{true: ".", false: " (one slot is kept for writes)."}[write], time.Second)
 		}
-		x.releaseSlot = release
+		x.concurrency = slot
 	}
 	// A preview reaches nobody, and a repeat answered from the replay
 	// window runs nothing: only calls that will run take from the

@@ -15,6 +15,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/gateway/shape"
 	"github.com/mcpgate/mcpgate/policy"
+	"github.com/mcpgate/mcpgate/ratelimit"
 	"github.com/mcpgate/mcpgate/store"
 	"github.com/mcpgate/mcpgate/upstreamauth"
 )
@@ -408,10 +409,11 @@ type Exchange struct {
 	// elicit is the approval a retry carried in a sealed requestState
 	// (elicit.go).
 	elicit *elicitState
-	// loopKey identifies the call for the loop brake; releaseSlot frees
-	// its concurrency slot; deadline bounds it upstream (limits.go).
+	// loopKey identifies the call for the loop brake; concurrency is its
+	// concurrency slot, freed at End; deadline bounds it upstream
+	// (limits.go).
 	loopKey     string
-	releaseSlot func()
+	concurrency ratelimit.Slot
 	deadline    time.Duration
 	input       policy.Input
 	client      policy.Client // input.Message.Client's storage
@@ -533,10 +535,7 @@ func (x *Exchange) finish() {
 	// A forwarded write whose answer never arrived (client gone, stream
 	// cut, upstream failed): its outcome is unknown.
 	x.abandon()
-	if x.releaseSlot != nil {
-		x.releaseSlot()
-		x.releaseSlot = nil
-	}
+	x.concurrency.Release()
 	if x.p.opts.Tracer != nil {
 		x.endTrace()
 	}

@@ -35,6 +35,31 @@ func NewSlots(limit, reservedForWrites int) *Slots {
 // means the cap is reached; nothing was taken. release gives the slot back;
 // calling it more than once has no further effect.
 func (s *Slots) Acquire(key string, write bool) (release func(), ok bool) {
+	sl, ok := s.Take(key, write)
+	if !ok {
+		return func() {}, false
+	}
+	var done atomic.Bool
+	return func() {
+		if !done.Swap(true) {
+			sl.Release()
+		}
+	}, true
+}
+
+// A Slot is a slot Take took, held until Release; the zero Slot holds
+// none. It is for one owner: copies release the same slot.
+type Slot struct {
+	s     *Slots
+	u     *inUse
+	key   string
+	write bool
+}
+
+// Take is Acquire for a caller that keeps the slot itself (no function
+// to allocate): ok false means the cap is reached and the Slot holds
+// nothing.
+func (s *Slots) Take(key string, write bool) (Slot, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	u := s.used[key]
@@ -42,28 +67,34 @@ func (s *Slots) Acquire(key string, write bool) (release func(), ok bool) {
 		u = &inUse{}
 	}
 	if u.all >= s.limit || (!write && u.reads >= s.reads) {
-		return func() {}, false
+		return Slot{}, false
 	}
 	s.used[key] = u
 	u.all++
 	if !write {
 		u.reads++
 	}
-	var done atomic.Bool
-	return func() {
-		if done.Swap(true) {
-			return
-		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		u.all--
-		if !write {
-			u.reads--
-		}
-		if u.all == 0 {
-			delete(s.used, key)
-		}
-	}, true
+	return Slot{s: s, u: u, key: key, write: write}, true
+}
+
+// Release gives the slot back and empties sl; on an empty Slot it does
+// nothing. Not safe for concurrent use on one Slot.
+func (sl *Slot) Release() {
+	s := sl.s
+	if s == nil {
+		return
+	}
+	u, key, write := sl.u, sl.key, sl.write
+	*sl = Slot{}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u.all--
+	if !write {
+		u.reads--
+	}
+	if u.all == 0 {
+		delete(s.used, key)
+	}
 }
 
 // InUse is the number of slots of key taken now.

@@ -103,3 +103,62 @@ func TestSlotsConcurrent(t *testing.T) {
 		t.Errorf("InUse after releasing = %d", n)
 	}
 }
+
+// Take holds slots as Acquire does; Release gives one back once (the
+// Slot is emptied), and an empty Slot releases nothing.
+func TestSlotTakeRelease(t *testing.T) {
+	s := ratelimit.NewSlots(2, 1)
+	var none ratelimit.Slot
+	none.Release()
+	r, ok := s.Take("tok", false)
+	if !ok {
+		t.Fatal("first read refused")
+	}
+	if _, ok := s.Take("tok", false); ok {
+		t.Fatal("a read took the slot kept for writes")
+	}
+	w, ok := s.Take("tok", true)
+	if !ok {
+		t.Fatal("a write was refused with its reserved slot free")
+	}
+	refused, ok := s.Take("tok", true)
+	if ok {
+		t.Fatal("a third call got in over the limit of 2")
+	}
+	refused.Release() // holds nothing
+	if n := s.InUse("tok"); n != 2 {
+		t.Fatalf("InUse = %d, want 2", n)
+	}
+	r.Release()
+	r.Release() // emptied: no effect
+	if n := s.InUse("tok"); n != 1 {
+		t.Fatalf("InUse after releasing the read twice = %d, want 1 (the write)", n)
+	}
+	w.Release()
+	if n := s.InUse("tok"); n != 0 {
+		t.Fatalf("InUse after releasing everything = %d", n)
+	}
+	if _, ok := s.Take("tok", false); !ok {
+		t.Fatal("read refused with every slot free")
+	}
+}
+
+// BenchmarkSlotsAcquire and BenchmarkSlotsTake take and give back one
+// slot: with a release function, and held as a Slot.
+func BenchmarkSlotsAcquire(b *testing.B) {
+	s := ratelimit.NewSlots(2, 1)
+	b.ReportAllocs()
+	for b.Loop() {
+		release, _ := s.Acquire("tok", false)
+		release()
+	}
+}
+
+func BenchmarkSlotsTake(b *testing.B) {
+	s := ratelimit.NewSlots(2, 1)
+	b.ReportAllocs()
+	for b.Loop() {
+		sl, _ := s.Take("tok", false)
+		sl.Release()
+	}
+}
