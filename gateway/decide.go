@@ -10,6 +10,12 @@ import (
 	"github.com/mcpgate/mcpgate/policy"
 )
 
+// decidesInto is a Decider that can write a decision into storage the
+// caller has (policy.Engine).
+type decidesInto interface {
+	DecideInto(ctx context.Context, in *policy.Input, d *policy.Decision) error
+}
+
 // decide builds the policy input and evaluates it, recording the
 // evaluation's duration. A failed evaluation is a deny (fail closed).
 func (p *Pipeline) decide(ctx context.Context, x *Exchange, phase string, items []policy.Item) *policy.Decision {
@@ -44,7 +50,18 @@ func (p *Pipeline) decide(ctx context.Context, x *Exchange, phase string, items 
 		}
 	}
 	start := time.Now()
-	d, err := p.decider.Load().Decide(ctx, in)
+	var d *policy.Decision
+	var err error
+	dec := p.decider.Load().Decider
+	if di, ok := dec.(decidesInto); ok && phase == policy.PhaseRequest {
+		// The request's one decision, in the exchange (decisions of
+		// lists, which a notification stream's recheck makes from
+		// another goroutine, get their own).
+		d = &x.requestDecision
+		err = di.DecideInto(ctx, in, d)
+	} else {
+		d, err = dec.Decide(ctx, in)
+	}
 	p.m.observePolicy(time.Since(start))
 	if err != nil {
 		x.outcome = OutcomeError

@@ -445,6 +445,10 @@ type Exchange struct {
 	catEntry policy.ToolCatalog
 	ls       *listStream // the notification stream watched for tool list changes (listchanged.go)
 
+	// requestDecision is the storage of the request's policy decision
+	// (decide), to which decision points when the decider fills it in.
+	requestDecision policy.Decision
+
 	// codings are the content codings of a JSON answer, undone before
 	// it is inspected and relayed (coding.go).
 	codings []string

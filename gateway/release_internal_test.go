@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mcpgate/mcpgate/gateway/mcp"
+	"github.com/mcpgate/mcpgate/policy"
 	"github.com/mcpgate/mcpgate/store"
 )
 
@@ -101,4 +102,32 @@ func TestReleaseKeepsForwardHeaderEmpty(t *testing.T) {
 			t.Fatalf("kept map not emptied: %v", x.fwdHeader)
 		}
 	}
+}
+
+// allowInto is allowAll that can also decide into the caller's storage.
+type allowInto struct{ allowAll }
+
+func (allowInto) DecideInto(_ context.Context, _ *policy.Input, d *policy.Decision) error {
+	*d = policy.Decision{ID: "into", Allow: true}
+	return nil
+}
+
+// The request's decision is made in the exchange's own storage; a list's
+// decision (which a notification stream's recheck makes from another
+// goroutine) never is.
+func TestRequestDecisionInExchange(t *testing.T) {
+	p := New(allowInto{}, Options{MaxBodyBytes: 1 << 20, MaxJSONDepth: 64})
+	const body = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`
+	h := mcp.Header{"content-type": {"application/json"}, "mcp-protocol-version": {"2026-07-28"}, "mcp-method": {"tools/call"}, "mcp-name": {"t"}}
+	x, v := p.HandleRequest(context.Background(), &Request{Transport: TransportExtProc, Method: "POST", Path: "/mcp", Upstream: "u", Header: h, Body: []byte(body)})
+	if v.Local != nil {
+		t.Fatalf("refused: %s", v.Local.Body)
+	}
+	if x.decision != &x.requestDecision || x.decision.ID != "into" {
+		t.Fatalf("request decision %p %+v, want the exchange's storage", x.decision, x.decision)
+	}
+	if d := p.decide(context.Background(), x, policy.PhaseList, nil); d == &x.requestDecision {
+		t.Fatal("a list decision was made in the request's storage")
+	}
+	x.End(nil)
 }

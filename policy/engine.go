@@ -232,7 +232,20 @@ func resultTerm(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil }
 // ending). The failure is already logged with the decision id; callers
 // answer with the Decision and may count the code.
 func (e *Engine) Decide(ctx context.Context, in *Input) (*Decision, error) {
-	d := &Decision{ID: newID()}
+	return e.decide(ctx, in, &Decision{ID: newID()})
+}
+
+// DecideInto is Decide writing the Decision into d, which it overwrites
+// whole, for a caller that has the storage (no allocation for it). The
+// Engine keeps nothing that points into d.
+func (e *Engine) DecideInto(ctx context.Context, in *Input, d *Decision) error {
+	*d = Decision{ID: newID()}
+	_, err := e.decide(ctx, in, d)
+	return err
+}
+
+// decide is Decide into d (its fresh ID set); every result is d itself.
+func (e *Engine) decide(ctx context.Context, in *Input, d *Decision) (*Decision, error) {
 	if in == nil {
 		return e.fail(ctx, d, CodeInvalidInput, fmt.Errorf("%w: nil Input", ErrInvalidInput))
 	}
