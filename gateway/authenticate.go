@@ -9,6 +9,13 @@ import (
 	"github.com/mcpgate/mcpgate/policy"
 )
 
+// authenticatesInto is an Authenticator that can write the principal
+// into storage the caller has (internal/authn): it overwrites it whole,
+// and on a failure leaves nothing to use.
+type authenticatesInto interface {
+	AuthenticateInto(ctx context.Context, r *Request, pr *policy.Principal) *AuthFailure
+}
+
 // Authenticator verifies the credential of a request (the authenticate
 // stage). The pipeline calls it after the transport gate and
 // the header checks, before the policy; internal/authn implements it with
@@ -60,14 +67,25 @@ func (p *Pipeline) authenticate(ctx context.Context, x *Exchange) *Verdict {
 	if a == nil {
 		return nil
 	}
-	pr, f := a.Authenticate(ctx, x.routeRequest())
-	if f == nil && pr == nil {
-		f = &AuthFailure{Status: 401, Code: AuthInvalidToken, Message: "The credential could not be verified."}
+	var f *AuthFailure
+	if ai, ok := a.(authenticatesInto); ok {
+		// Into the exchange's own storage; nothing of a failure stays.
+		if f = ai.AuthenticateInto(ctx, x.routeRequest(), &x.input.Principal); f != nil {
+			x.input.Principal = policy.Principal{}
+		}
+	} else {
+		var pr *policy.Principal
+		pr, f = a.Authenticate(ctx, x.routeRequest())
+		if f == nil && pr == nil {
+			f = &AuthFailure{Status: 401, Code: AuthInvalidToken, Message: "The credential could not be verified."}
+		}
+		if f == nil {
+			x.input.Principal = *pr
+		}
 	}
 	if f != nil {
 		return x.answerAs(OutcomeUnauthenticated, authLocal(f, x.msg, []policy.Reason{{Code: f.Code, Cause: f.Message, Fix: f.Fix}}, ""))
 	}
-	x.input.Principal = *pr
 	if l := p.checkToolset(x); l != nil {
 		return x.answer(l)
 	}

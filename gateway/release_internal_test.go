@@ -131,3 +131,43 @@ func TestRequestDecisionInExchange(t *testing.T) {
 	}
 	x.End(nil)
 }
+
+// intoAuth authenticates into the caller's storage: it writes a
+// principal, then refuses when refuse is set.
+type intoAuth struct{ refuse bool }
+
+func (a intoAuth) Authenticate(ctx context.Context, r *Request) (*policy.Principal, *AuthFailure) {
+	var pr policy.Principal
+	if f := a.AuthenticateInto(ctx, r, &pr); f != nil {
+		return nil, f
+	}
+	return &pr, nil
+}
+
+func (a intoAuth) AuthenticateInto(_ context.Context, _ *Request, pr *policy.Principal) *AuthFailure {
+	*pr = policy.Principal{Authenticated: true, Tenant: "acme", Subject: "alice", Connection: "c1", Rights: []string{"r"}}
+	if a.refuse {
+		return &AuthFailure{Status: 401, Code: AuthInvalidToken, Message: "no"}
+	}
+	return nil
+}
+
+func (intoAuth) InsufficientScope(*Request, []string) *AuthFailure { return nil }
+
+// The principal is authenticated into the exchange's policy input; a
+// refused credential leaves nothing of a principal there.
+func TestAuthenticateIntoExchange(t *testing.T) {
+	const body = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`
+	for _, refuse := range []bool{false, true} {
+		p := New(allowAll{}, Options{MaxBodyBytes: 1 << 20, MaxJSONDepth: 64, Authenticator: intoAuth{refuse: refuse}})
+		h := mcp.Header{"content-type": {"application/json"}, "mcp-protocol-version": {"2026-07-28"}, "mcp-method": {"tools/call"}, "mcp-name": {"t"}, "authorization": {"Bearer x"}}
+		x, v := p.HandleRequest(context.Background(), &Request{Transport: TransportExtProc, Method: "POST", Path: "/mcp", Upstream: "u", Header: h, Body: []byte(body)})
+		switch {
+		case refuse && (v.Local == nil || x.Outcome() != OutcomeUnauthenticated || !reflect.ValueOf(x.input.Principal).IsZero()):
+			t.Fatalf("refused: outcome %q, principal %+v", x.Outcome(), x.input.Principal)
+		case !refuse && (v.Local != nil || x.input.Principal.Subject != "alice" || x.input.Principal.Connection != "c1"):
+			t.Fatalf("allowed: %+v, principal %+v", v.Local, x.input.Principal)
+		}
+		x.End(nil)
+	}
+}

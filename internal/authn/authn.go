@@ -312,15 +312,27 @@ func (a *Authenticator) ResourceURI(upstream string) string {
 // (RFC 6750 section 2.3 is not supported; sending two is invalid_request);
 // cookies are never read.
 func (a *Authenticator) Authenticate(ctx context.Context, r *gateway.Request) (*policy.Principal, *gateway.AuthFailure) {
+	pr := new(policy.Principal)
+	if f := a.AuthenticateInto(ctx, r, pr); f != nil {
+		return nil, f
+	}
+	return pr, nil
+}
+
+// AuthenticateInto is Authenticate writing the principal into pr, which it
+// overwrites whole, for a caller that has the storage. On a failure pr
+// holds nothing to use.
+func (a *Authenticator) AuthenticateInto(ctx context.Context, r *gateway.Request, pr *policy.Principal) *gateway.AuthFailure {
+	*pr = policy.Principal{}
 	rt := a.target(r)
 	if rt == nil {
 		// Only routes with an upstream (and, on a route with {tenant}, a
 		// tenant) reach authentication; fail closed.
-		return nil, &gateway.AuthFailure{Status: 401, Code: gateway.AuthInvalidToken,
+		return &gateway.AuthFailure{Status: 401, Code: gateway.AuthInvalidToken,
 			Message: "This path is not a protected MCP resource.", Fix: "Call the MCP endpoint of this server."}
 	}
 	if queryHasToken(r.RawQuery) {
-		return nil, &gateway.AuthFailure{
+		return &gateway.AuthFailure{
 			Status:          401,
 			WWWAuthenticate: challenge(rt.metadataURL, "invalid_request", "access tokens are accepted in the Authorization header only"),
 			Code:            gateway.AuthInvalidRequest,
@@ -330,27 +342,26 @@ func (a *Authenticator) Authenticate(ctx context.Context, r *gateway.Request) (*
 	}
 	raw, err := auth.BearerTokenFromValues(r.Header.Values("authorization"))
 	if err != nil {
-		return nil, a.failure(ctx, rt, r, err)
+		return a.failure(ctx, rt, r, err)
 	}
-	var pr *policy.Principal
 	var tenants []string // the tenants the credential serves
 	if tokens.HasPrefix(raw) {
 		var f *gateway.AuthFailure
-		if pr, f = a.gatewayToken(ctx, rt, raw); f != nil {
-			return nil, f
+		if f = a.gatewayToken(ctx, rt, raw, pr); f != nil {
+			return f
 		}
 		tenants = []string{pr.Tenant}
 	} else {
 		if a.v == nil {
-			return nil, invalid(rt, "this server accepts only MCP tokens it issued itself",
+			return invalid(rt, "this server accepts only MCP tokens it issued itself",
 				"The access token was refused: this server accepts only MCP tokens it issued (they start with "+tokens.Prefix+").",
 				"Ask your administrator for an MCP token for this server.")
 		}
 		claims, err := a.v.Verify(ctx, raw, rt.resource)
 		if err != nil {
-			return nil, a.failure(ctx, rt, r, err)
+			return a.failure(ctx, rt, r, err)
 		}
-		pr = &policy.Principal{
+		*pr = policy.Principal{
 			Authenticated:  true,
 			Tenant:         claims.Tenant,
 			Subject:        claims.Subject,
@@ -367,15 +378,15 @@ func (a *Authenticator) Authenticate(ctx context.Context, r *gateway.Request) (*
 		}
 	}
 	if f := a.bindTenant(pr, tenants, r); f != nil {
-		return nil, f
+		return f
 	}
 	if pr.CredentialKind == policy.CredentialOAuth {
 		pr.Connection = ConnectionID(pr.Issuer, pr.Subject, pr.ClientID, pr.Tenant)
 	}
 	if f := a.liveRights(ctx, rt, r, pr); f != nil {
-		return nil, f
+		return f
 	}
-	return pr, nil
+	return nil
 }
 
 // target returns the protected resource r calls, nil if none.
@@ -393,9 +404,9 @@ func (a *Authenticator) target(r *gateway.Request) *target {
 
 // gatewayToken verifies a gateway-issued MCP token: its id is the
 // connection, its creator the subject.
-func (a *Authenticator) gatewayToken(ctx context.Context, rt *target, raw string) (*policy.Principal, *gateway.AuthFailure) {
+func (a *Authenticator) gatewayToken(ctx context.Context, rt *target, raw string, pr *policy.Principal) *gateway.AuthFailure {
 	if a.tokens == nil {
-		return nil, invalid(rt, "MCP tokens are not enabled on this server",
+		return invalid(rt, "MCP tokens are not enabled on this server",
 			"The MCP token was refused: this server does not accept MCP tokens.", "Use an OAuth access token for "+rt.resource+".")
 	}
 	t, err := a.tokens.Verify(ctx, raw)
@@ -403,16 +414,16 @@ func (a *Authenticator) gatewayToken(ctx context.Context, rt *target, raw string
 	case err == nil:
 	case errors.Is(err, tokens.ErrUnavailable):
 		a.log.LogAttrs(ctx, slog.LevelWarn, "MCP token cannot be checked now; refused (503)", slog.Any("error", err))
-		return nil, &gateway.AuthFailure{Status: 503, Code: gateway.AuthUnavailable,
+		return &gateway.AuthFailure{Status: 503, Code: gateway.AuthUnavailable,
 			Message: "The MCP token cannot be checked right now.", Fix: "Retry in a few seconds."}
 	case errors.Is(err, tokens.ErrRevoked):
-		return nil, invalid(rt, "the MCP token was revoked", "The MCP token was revoked.", "Ask for a new MCP token.")
+		return invalid(rt, "the MCP token was revoked", "The MCP token was revoked.", "Ask for a new MCP token.")
 	case errors.Is(err, tokens.ErrExpired):
-		return nil, invalid(rt, "the MCP token expired", "The MCP token expired.", "Ask for a new MCP token.")
+		return invalid(rt, "the MCP token expired", "The MCP token expired.", "Ask for a new MCP token.")
 	default:
-		return nil, invalid(rt, "the MCP token is not valid", "The MCP token was refused: it is not a token this server issued.", "Check the token, or ask for a new one.")
+		return invalid(rt, "the MCP token is not valid", "The MCP token was refused: it is not a token this server issued.", "Check the token, or ask for a new one.")
 	}
-	return &policy.Principal{
+	*pr = policy.Principal{
 		Authenticated:  true,
 		Tenant:         t.Tenant,
 		Subject:        t.Creator,
@@ -421,7 +432,8 @@ func (a *Authenticator) gatewayToken(ctx context.Context, rt *target, raw string
 		CredentialID:   t.ID,
 		Connection:     t.ID,
 		Toolset:        t.Toolset,
-	}, nil
+	}
+	return nil
 }
 
 // bindTenant fixes the principal's tenant after authentication: a
