@@ -94,8 +94,8 @@ var exchanges = sync.Pool{New: func() any { return new(Exchange) }}
 
 // Release gives x back for reuse by a later HandleRequest. An adapter may
 // call it once, after End, when it is done with x and with what x
-// returned that points into it (Message); it must not use them
-// afterwards. x is reused only if nothing but the adapter can still
+// returned that points into it or that x reuses (Message, Decision, the
+// verdict's SetHeader); it must not use them afterwards. x is reused only if nothing but the adapter can still
 // reach it: an exchange that relayed an SSE answer (its EventRewriter,
 // a tool-list watch that a background recheck may read), started
 // WatchSwitches or asked an upstream credential source for a credential
