@@ -68,10 +68,10 @@ func (p *Pipeline) compileCredentials(o Options) {
 // caller is who the request speaks for, for the upstream's credential.
 // The caller's access token is passed on only when it is a verified OAuth
 // token (an exchange uses it as its subject token); it is never sent
-// upstream as it is. The Caller is stored in x.
+// upstream as it is.
 func (x *Exchange) caller(v *Verdict) *upstreamauth.Caller {
 	pr := &x.input.Principal
-	c := &x.callerBuf
+	c := new(upstreamauth.Caller)
 	*c = upstreamauth.Caller{Tenant: pr.Tenant, Subject: pr.Subject, Rights: pr.Rights}
 	if pr.Authenticated && pr.CredentialKind == policy.CredentialOAuth {
 		if a := x.req.Header.Get("authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {

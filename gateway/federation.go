@@ -203,10 +203,11 @@ type ListingFailures interface {
 // toMember makes the member upstream the exchange's upstream: from here
 // on the request is the member's, as on the member's own route.
 func (x *Exchange) toMember(upstream string) {
-	x.memberReq = *x.req
-	x.memberReq.Upstream = upstream
+	m := new(Request)
+	*m = *x.req
+	m.Upstream = upstream
 	x.routeReq = x.req
-	x.req, x.member = &x.memberReq, upstream
+	x.req, x.member = m, upstream
 }
 
 // routeRequest is the request as it came in on its route: on a federated

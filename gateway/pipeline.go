@@ -370,7 +370,6 @@ type Exchange struct {
 	// credCaller who it was asked for (credentials.go); nil without.
 	cred       *upstreamCred
 	credCaller *upstreamauth.Caller
-	callerBuf  upstreamauth.Caller // credCaller's storage
 	// shapeResult: the answer carries a result to shape — a tools/call
 	// result (shaper, warnings), or third-party text of resources/read,
 	// prompts/get and completion/complete — and its stream's progress and
@@ -437,8 +436,6 @@ type Exchange struct {
 	routeReq      *Request
 	// callKey is the exchange's entry in Pipeline.calls ("" when none).
 	callKey string
-	// memberReq is req's storage once it is the member's (toMember).
-	memberReq Request
 	// toolView and catEntry back input.Tool and input.Tool.Catalog of a
 	// tools/call (one allocation with the exchange instead of two more).
 	toolView policy.Tool

@@ -8,6 +8,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/policy"
 	"github.com/mcpgate/mcpgate/store"
+	"github.com/mcpgate/mcpgate/upstreamauth"
 )
 
 // offSwitches are kill switches that are all off.
@@ -64,7 +65,7 @@ func TestReleaseReusesOnlyUnreachable(t *testing.T) {
 		{"SSE rewriter", func(x *Exchange) { x.eventRewriter(context.Background()) }},
 		{"tool-list watch", func(x *Exchange) { x.watchTools = true }},
 		{"list stream", func(x *Exchange) { x.ls = &listStream{x: x} }},
-		{"credential", func(x *Exchange) { x.cred = &upstreamCred{}; x.credCaller = &x.callerBuf }},
+		{"credential", func(x *Exchange) { x.cred = &upstreamCred{}; x.credCaller = &upstreamauth.Caller{} }},
 	} {
 		x := start()
 		x.End(nil)
