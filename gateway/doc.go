@@ -49,4 +49,8 @@
 //	                               ended by a kill switch (killswitch.go)
 //	End              phases.go     metrics, slots and claims released; the answer in place of a failed
 //	                               upstream's (failure.go)
+//
+// An adapter that is done with the exchange after End may give it back
+// with Release (stages.go) for a later request to reuse; the ext_proc
+// adapter does when its stream ends.
 package gateway
