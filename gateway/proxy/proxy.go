@@ -131,10 +131,16 @@ func (st *state) startDeadline(d time.Duration, detach bool) {
 	st.Context = st.deadline
 }
 
-// finish releases the deadline and ends the exchange (metrics, slot).
+// finish releases the deadline, ends the exchange (metrics, slot) and
+// gives it back for reuse (gateway.Exchange.Release): it runs when the
+// relay's body is closed, after which nothing reads st.x or the verdict.
 func (st *state) finish() {
 	st.done()
-	st.x.End(nil)
+	if x := st.x; x != nil {
+		st.x = nil
+		x.End(nil)
+		x.Release()
+	}
 }
 
 // done releases the deadline timer of the exchange, if any.
