@@ -84,19 +84,28 @@ func Parse(body []byte, maxDepth int) (*Message, *Error) {
 // message past the next parse. It returns m, or nil where Parse returns
 // nil.
 func ParseInto(m *Message, body []byte, maxDepth int) (*Message, *Error) {
+	msg, e, _ := parsePooled(m, body, maxDepth, nil)
+	return msg, e
+}
+
+// parsePooled parses body into m with a pooled parser; read, when set,
+// reads an object result (ParseResultInto). failed reports that read
+// failed: the outcome is then void.
+func parsePooled(m *Message, body []byte, maxDepth int, read ResultReader) (msg *Message, e *Error, failed bool) {
 	if maxDepth <= 0 {
 		maxDepth = DefaultMaxDepth
 	}
 	first := skipSpace(body)
 	if first == len(body) {
-		return nil, newParseError("empty body")
+		return nil, newParseError("empty body"), false
 	}
 	p := parserPool.Get().(*parser)
-	p.dst = m
-	msg, e := p.parse(body, body[first], maxDepth)
+	p.dst, p.read = m, read
+	msg, e = p.parse(body, body[first], maxDepth)
+	failed = p.readFailed
 	p.release()
 	parserPool.Put(p)
-	return msg, e
+	return msg, e, failed
 }
 
 // ResultReader reads the result of an answer as ParseResultInto parses it.
@@ -116,19 +125,7 @@ type ResultReader interface {
 // The outcome is always ParseInto's; read's work counts only when it
 // returned nil and the message parsed, with Result the value read.
 func ParseResultInto(m *Message, body []byte, maxDepth int, read ResultReader) (*Message, *Error) {
-	if maxDepth <= 0 {
-		maxDepth = DefaultMaxDepth
-	}
-	first := skipSpace(body)
-	if first == len(body) {
-		return nil, newParseError("empty body")
-	}
-	p := parserPool.Get().(*parser)
-	p.dst, p.read = m, read
-	msg, e := p.parse(body, body[first], maxDepth)
-	failed := p.readFailed
-	p.release()
-	parserPool.Put(p)
+	msg, e, failed := parsePooled(m, body, maxDepth, read)
 	if failed {
 		return ParseInto(m, body, maxDepth)
 	}
