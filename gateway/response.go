@@ -242,7 +242,7 @@ func (x *Exchange) ResponseBody(ctx context.Context, body []byte) ([]byte, bool,
 		}
 		body, decoded = out, true
 	}
-	if x.answersRequest() && blank(body) {
+	if x.answersRequest() && mcp.Blank(body) {
 		return nil, false, withheld(emptyAnswer, errEmptyAnswer)
 	}
 	out, err := x.shape(ctx, body, nil)
@@ -253,18 +253,6 @@ func (x *Exchange) ResponseBody(ctx context.Context, body []byte) ([]byte, bool,
 		return body, decoded, nil
 	}
 	return out, true, nil
-}
-
-// blank reports whether b is only JSON whitespace.
-func blank(b []byte) bool {
-	for _, c := range b {
-		switch c {
-		case ' ', '\t', '\r', '\n':
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // parsedBody is body's mcp.Parse result, when the caller already has it.

@@ -796,6 +796,9 @@ func internString(b []byte) string {
 	return string(b)
 }
 
+// Blank reports whether b is empty or only JSON whitespace (RFC 8259 §2).
+func Blank(b []byte) bool { return skipSpace(b) == len(b) }
+
 // skipSpace returns the index of the first non-whitespace byte of b.
 func skipSpace(b []byte) int {
 	for i, c := range b {
