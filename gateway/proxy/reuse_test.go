@@ -1,0 +1,230 @@
+package proxy_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/gatewaytest"
+	"github.com/mcpgate/mcpgate/gateway/proxy"
+	"github.com/mcpgate/mcpgate/policy"
+)
+
+// tokenAuth admits "Bearer tok-<n>" as caller n, into the exchange's
+// storage (AuthenticateInto), as internal/authn does; "Bearer tok-anon"
+// is admitted unauthenticated (no assertion is forwarded for it).
+type tokenAuth struct{}
+
+func (tokenAuth) Authenticate(ctx context.Context, r *gateway.Request) (*policy.Principal, *gateway.AuthFailure) {
+	pr := new(policy.Principal)
+	if f := (tokenAuth{}).AuthenticateInto(ctx, r, pr); f != nil {
+		return nil, f
+	}
+	return pr, nil
+}
+
+func (tokenAuth) AuthenticateInto(_ context.Context, r *gateway.Request, pr *policy.Principal) *gateway.AuthFailure {
+	n, ok := strings.CutPrefix(r.Header.Get("authorization"), "Bearer tok-")
+	if !ok {
+		return &gateway.AuthFailure{Status: 401, Code: gateway.AuthInvalidToken, Message: "no token"}
+	}
+	if n == "anon" {
+		*pr = policy.Principal{}
+		return nil
+	}
+	*pr = policy.Principal{Authenticated: true, Tenant: "tenant-" + n, Subject: "subject-" + n, Connection: "conn-" + n,
+		Rights: []string{"right-" + n}}
+	return nil
+}
+
+func (tokenAuth) InsufficientScope(*gateway.Request, []string) *gateway.AuthFailure { return nil }
+
+// principalAsserter asserts the principal as plain text, so that the
+// upstream can tell whose request it got.
+type principalAsserter struct{}
+
+func (principalAsserter) Assert(p *policy.Principal, upstream, _ string) (string, error) {
+	return assertionOf(p.Tenant, p.Subject, p.Connection, strings.Join(p.Rights, ","), upstream), nil
+}
+
+func assertionOf(tenant, subject, connection, rights, upstream string) string {
+	return strings.Join([]string{tenant, subject, connection, rights, upstream}, "|")
+}
+
+// callerAssertion is the assertion the calls of caller n carry (none for
+// the unauthenticated caller).
+func callerAssertion(n string) string {
+	if n == "anon" {
+		return ""
+	}
+	return assertionOf("tenant-"+n, "subject-"+n, "conn-"+n, "right-"+n, "default")
+}
+
+// Exchanges given back for reuse carry nothing of one request into
+// another: concurrent callers with their own principals and arguments,
+// whose calls end every way a call can — answered as JSON or SSE, past
+// their deadline, the upstream hanging up, the client leaving, refused
+// locally — each get their own answer, and the upstream sees each
+// request with its own caller's assertion and arguments only.
+func TestReusedExchangesKeepRequestsApart(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Params struct {
+				Arguments struct{ Caller, Nonce, Mode string } `json:"arguments"`
+			} `json:"params"`
+		}
+		if err := json.Unmarshal(body, &m); err != nil {
+			t.Errorf("upstream: %v: %s", err, body)
+			return
+		}
+		a := m.Params.Arguments
+		if got, want := r.Header.Get("Mcpgate-Assertion"), callerAssertion(a.Caller); got != want {
+			t.Errorf("upstream: call %s of caller %s carries assertion %q, want %q", a.Nonce, a.Caller, got, want)
+		}
+		if got := r.Header.Values("Authorization"); len(got) != 0 {
+			t.Errorf("upstream: call %s carries the client's credential %q", a.Nonce, got)
+		}
+		if got := r.Header.Values("X-Caller"); len(got) != 1 || got[0] != a.Caller {
+			t.Errorf("upstream: call %s of caller %s carries X-Caller %q", a.Nonce, a.Caller, got)
+		}
+		if got := r.Header.Values("Accept-Encoding"); len(got) != 1 || got[0] != "identity" {
+			t.Errorf("upstream: call %s carries Accept-Encoding %q", a.Nonce, got)
+		}
+		text := fmt.Sprintf("caller=%s nonce=%s assertion=%s", a.Caller, a.Nonce, r.Header.Get("Mcpgate-Assertion"))
+		answer := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":%q}]}}`, m.ID, text)
+		switch a.Mode {
+		case "slow", "leave":
+			select {
+			case <-r.Context().Done():
+			case <-time.After(time.Second):
+			}
+			return
+		case "hangup":
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return
+		case "sse":
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, "event: message\ndata: "+answer+"\n\n")
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, answer)
+	}))
+	t.Cleanup(up.Close)
+	u, err := url.Parse(up.URL + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := gatewaytest.New(t, gatewaytest.WithDecider(gatewaytest.AllowAll{}), gatewaytest.WithAuth(tokenAuth{}),
+		gatewaytest.WithLimits(&gateway.Limits{DefaultDeadline: 300 * time.Millisecond}),
+		gatewaytest.With(gateway.Options{Asserter: principalAsserter{}}))
+	h, err := proxy.New(proxy.Options{Pipeline: p, MaxBodyBytes: 1 << 16, MaxResponseBytes: 1 << 20,
+		Routes: []proxy.Route{{Path: "/mcp", Upstream: "default", URL: u}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(h)
+	t.Cleanup(gw.Close)
+	tr := &http.Transport{MaxIdleConnsPerHost: 16}
+	t.Cleanup(tr.CloseIdleConnections)
+	hc := &http.Client{Transport: tr}
+
+	modes := []string{"json", "json", "sse", "json", "slow", "json", "hangup", "leave", "refused", "json"}
+	const callers, rounds = 7, 3
+	var wg sync.WaitGroup
+	for c := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			caller := fmt.Sprint(c)
+			if c == callers-1 {
+				caller = "anon"
+			}
+			for i := range rounds * len(modes) {
+				mode := modes[(i+c)%len(modes)]
+				id := fmt.Sprintf("%d%03d", c+1, i)
+				nonce := fmt.Sprintf("n-%s-%s", caller, id)
+				args := fmt.Sprintf(`{"caller":%q,"nonce":%q,"mode":%q}`, caller, nonce, mode)
+				status, body, err := call(hc, gw.URL+"/mcp", caller, id, args, mode)
+				if mode == "leave" {
+					if err == nil {
+						t.Errorf("%s: the client left, yet got %d %s", nonce, status, body)
+					}
+					continue
+				}
+				if err != nil {
+					t.Errorf("%s (%s): %v", nonce, mode, err)
+					continue
+				}
+				if !bytes.Contains(body, []byte(`"id":`+id)) {
+					t.Errorf("%s (%s): answer of another request: %d %s", nonce, mode, status, body)
+				}
+				switch mode {
+				case "json", "sse":
+					want := fmt.Sprintf("caller=%s nonce=%s assertion=%s", caller, nonce, callerAssertion(caller))
+					if status != 200 || !bytes.Contains(body, []byte(want)) {
+						t.Errorf("%s (%s): %d %s, want the text %q", nonce, mode, status, body, want)
+					}
+				case "slow", "hangup", "refused":
+					if bytes.Contains(body, []byte("caller=")) {
+						t.Errorf("%s (%s): %d %s, an upstream answer", nonce, mode, status, body)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// call sends one tools/call as caller and returns the answer. Mode
+// "leave": the client goes away while the upstream works; "refused": its
+// Mcp-Name names another tool than its body (refused locally).
+func call(hc *http.Client, target, caller, id, args, mode string) (int, []byte, error) {
+	ctx := context.Background()
+	if mode == "leave" {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 50*time.Millisecond)
+		defer cancel()
+	}
+	req, err := http.NewRequestWithContext(ctx, "POST", target, bytes.NewReader(callBody(id, "get_status", args)))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header = http.Header{
+		"Content-Type":         {"application/json"},
+		"Accept":               {"application/json, text/event-stream"},
+		"Mcp-Protocol-Version": {"2026-07-28"},
+		"Mcp-Method":           {"tools/call"},
+		"Mcp-Name":             {"get_status"},
+		"Authorization":        {"Bearer tok-" + caller},
+		"X-Caller":             {caller},
+	}
+	if mode == "refused" {
+		req.Header.Set("Mcp-Name", "other")
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, body, err
+}
