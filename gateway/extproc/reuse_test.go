@@ -63,15 +63,16 @@ func callerAssertion(n string) string {
 
 // Exchanges, requests and header maps given back for reuse carry nothing
 // of one stream into another: concurrent streams of callers with their
-// own principals and arguments, which end every way a stream can — a
-// JSON or SSE answer, an answer that fails inspection, no answer (the
-// stream ends after the request), request headers sent twice, refused
-// locally — each get the mutations and answers of their own request.
+// own principals and arguments (one unauthenticated), which end every way
+// a stream can — a JSON or SSE answer, an answer that fails inspection,
+// no answer (the stream ends after the request), request headers sent
+// twice, refused locally or by the policy — each get the mutations and
+// answers of their own request.
 func TestReusedExchangesKeepStreamsApart(t *testing.T) {
-	p := gatewaytest.New(t, gatewaytest.WithDecider(gatewaytest.AllowAll{}), gatewaytest.WithAuth(tokenAuth{}),
+	p := gatewaytest.New(t, gatewaytest.WithDecls(decls), gatewaytest.WithAuth(tokenAuth{}),
 		gatewaytest.With(gateway.Options{Asserter: principalAsserter{}}), serverBounds)
 	c := serve(t, p)
-	modes := []string{"json", "json", "sse", "json", "early", "json", "fail", "repeat", "refused", "json"}
+	modes := []string{"json", "json", "sse", "json", "early", "denied", "fail", "repeat", "refused", "json"}
 	const callers, rounds = 7, 4
 	var wg sync.WaitGroup
 	for n := range callers {
@@ -103,14 +104,17 @@ func playStream(c extprocv3.ExternalProcessorClient, caller, id, mode string) er
 	if err != nil {
 		return err
 	}
-	name := "get_booking"
-	if mode == "refused" {
+	name, tool := "get_booking", "get_booking"
+	switch mode {
+	case "refused":
 		name = "other" // differs from the body's: refused locally
+	case "denied":
+		name, tool = "drop_tables", "drop_tables" // undeclared: refused by the policy
 	}
 	hdrs := reqHeaders("/crm/mcp", nil, "mcp-protocol-version", "2026-07-28", "mcp-method", "tools/call", "mcp-name", name,
 		"authorization", "Bearer tok-"+caller, "x-caller", caller)
 	nonce := "n-" + caller + "-" + id
-	body := reqBody(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"get_booking","arguments":{"caller":"` + caller + `","nonce":"` + nonce + `"},` + meta + `}}`)
+	body := reqBody(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"` + tool + `","arguments":{"caller":"` + caller + `","nonce":"` + nonce + `"},` + meta + `}}`)
 	if r, err := answer(s, hdrs); err != nil || r.GetRequestHeaders() == nil {
 		return fmt.Errorf("request headers: %v %v", r, err)
 	}
@@ -123,7 +127,7 @@ func playStream(c extprocv3.ExternalProcessorClient, caller, id, mode string) er
 	if err != nil {
 		return err
 	}
-	if mode == "refused" {
+	if mode == "refused" || mode == "denied" {
 		ir := r.GetImmediateResponse()
 		if ir == nil || !strings.Contains(string(ir.GetBody()), `"id":`+id) {
 			return fmt.Errorf("want a refusal of request %s, got %v", id, r)

@@ -18,6 +18,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/gatewaytest"
 	"github.com/mcpgate/mcpgate/gateway/proxy"
 	"github.com/mcpgate/mcpgate/policy"
+	"github.com/mcpgate/mcpgate/store"
 )
 
 // tokenAuth admits "Bearer tok-<n>" as caller n, into the exchange's
@@ -71,11 +72,13 @@ func callerAssertion(n string) string {
 }
 
 // Exchanges given back for reuse carry nothing of one request into
-// another: concurrent callers with their own principals and arguments,
-// whose calls end every way a call can — answered as JSON or SSE, past
-// their deadline, the upstream hanging up, the client leaving, refused
-// locally — each get their own answer, and the upstream sees each
-// request with its own caller's assertion and arguments only.
+// another: concurrent callers with their own principals and arguments
+// (one unauthenticated), whose calls end every way a call can — answered
+// as JSON or SSE, a write detached from its client, past their deadline,
+// the upstream hanging up, the client leaving, refused locally or by the
+// policy — each get their own answer, the upstream sees each request with
+// its own caller's assertion and arguments only, and each audit record
+// names one caller.
 func TestReusedExchangesKeepRequestsApart(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
@@ -133,9 +136,22 @@ func TestReusedExchangesKeepRequestsApart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := gatewaytest.New(t, gatewaytest.WithDecider(gatewaytest.AllowAll{}), gatewaytest.WithAuth(tokenAuth{}),
+	var (
+		mu     sync.Mutex
+		audits []store.AuditRecord
+	)
+	record := func(_ context.Context, r store.AuditRecord) {
+		mu.Lock()
+		defer mu.Unlock()
+		audits = append(audits, r)
+	}
+	decls := map[string]map[string]policy.ToolDeclaration{"default": {
+		"get_status": {Effect: policy.EffectRead},
+		"set_status": {Effect: policy.EffectSilentWrite},
+	}}
+	p := gatewaytest.New(t, gatewaytest.WithDecls(decls), gatewaytest.WithAuth(tokenAuth{}), gatewaytest.WithWrites(),
 		gatewaytest.WithLimits(&gateway.Limits{DefaultDeadline: 300 * time.Millisecond}),
-		gatewaytest.With(gateway.Options{Asserter: principalAsserter{}}))
+		gatewaytest.With(gateway.Options{Asserter: principalAsserter{}, Audit: record}))
 	h, err := proxy.New(proxy.Options{Pipeline: p, MaxBodyBytes: 1 << 16, MaxResponseBytes: 1 << 20,
 		Routes: []proxy.Route{{Path: "/mcp", Upstream: "default", URL: u}}})
 	if err != nil {
@@ -147,7 +163,7 @@ func TestReusedExchangesKeepRequestsApart(t *testing.T) {
 	t.Cleanup(tr.CloseIdleConnections)
 	hc := &http.Client{Transport: tr}
 
-	modes := []string{"json", "json", "sse", "json", "slow", "json", "hangup", "leave", "refused", "json"}
+	modes := []string{"json", "write", "sse", "json", "slow", "write", "hangup", "leave", "refused", "denied"}
 	const callers, rounds = 7, 3
 	var wg sync.WaitGroup
 	for c := range callers {
@@ -178,12 +194,12 @@ func TestReusedExchangesKeepRequestsApart(t *testing.T) {
 					t.Errorf("%s (%s): answer of another request: %d %s", nonce, mode, status, body)
 				}
 				switch mode {
-				case "json", "sse":
+				case "json", "sse", "write":
 					want := fmt.Sprintf("caller=%s nonce=%s assertion=%s", caller, nonce, callerAssertion(caller))
 					if status != 200 || !bytes.Contains(body, []byte(want)) {
 						t.Errorf("%s (%s): %d %s, want the text %q", nonce, mode, status, body, want)
 					}
-				case "slow", "hangup", "refused":
+				case "slow", "hangup", "refused", "denied":
 					if bytes.Contains(body, []byte("caller=")) {
 						t.Errorf("%s (%s): %d %s, an upstream answer", nonce, mode, status, body)
 					}
@@ -192,19 +208,37 @@ func TestReusedExchangesKeepRequestsApart(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(audits) == 0 {
+		t.Error("no audit records")
+	}
+	for _, r := range audits {
+		n, authenticated := strings.CutPrefix(r.Subject, "subject-")
+		if authenticated && (r.Tenant != "tenant-"+n || r.Connection != "conn-"+n) || !authenticated && (r.Subject != "" || r.Tenant != "") {
+			t.Errorf("audit record mixes callers: %+v", r)
+		}
+	}
 }
 
 // call sends one tools/call as caller and returns the answer. Mode
-// "leave": the client goes away while the upstream works; "refused": its
+// "write" calls the write, "denied" a tool the policy refuses; "leave": the client goes away while the upstream works; "refused": its
 // Mcp-Name names another tool than its body (refused locally).
 func call(hc *http.Client, target, caller, id, args, mode string) (int, []byte, error) {
+	tool := "get_status"
+	switch mode {
+	case "write":
+		tool = "set_status" // a write: detached from the client, audited
+	case "denied":
+		tool = "drop_tables" // undeclared: refused by the policy
+	}
 	ctx := context.Background()
 	if mode == "leave" {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, 50*time.Millisecond)
 		defer cancel()
 	}
-	req, err := http.NewRequestWithContext(ctx, "POST", target, bytes.NewReader(callBody(id, "get_status", args)))
+	req, err := http.NewRequestWithContext(ctx, "POST", target, bytes.NewReader(callBody(id, tool, args)))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -213,7 +247,7 @@ func call(hc *http.Client, target, caller, id, args, mode string) (int, []byte, 
 		"Accept":               {"application/json, text/event-stream"},
 		"Mcp-Protocol-Version": {"2026-07-28"},
 		"Mcp-Method":           {"tools/call"},
-		"Mcp-Name":             {"get_status"},
+		"Mcp-Name":             {tool},
 		"Authorization":        {"Bearer tok-" + caller},
 		"X-Caller":             {caller},
 	}
