@@ -74,11 +74,11 @@ func callerAssertion(n string) string {
 // Exchanges given back for reuse carry nothing of one request into
 // another: concurrent callers with their own principals and arguments
 // (one unauthenticated), whose calls end every way a call can — answered
-// as JSON or SSE, a write detached from its client, past their deadline,
-// the upstream hanging up, the client leaving, refused locally or by the
-// policy — each get their own answer, the upstream sees each request with
-// its own caller's assertion and arguments only, and each audit record
-// names one caller.
+// as JSON or SSE, through a virtual server, a write detached from its
+// client, past their deadline, the upstream hanging up, the client
+// leaving, refused locally or by the policy — each get their own answer,
+// the upstream sees each request with its own caller's assertion and
+// arguments only, and each audit record names one caller.
 func TestReusedExchangesKeepRequestsApart(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
@@ -151,9 +151,10 @@ func TestReusedExchangesKeepRequestsApart(t *testing.T) {
 	}}
 	p := gatewaytest.New(t, gatewaytest.WithDecls(decls), gatewaytest.WithAuth(tokenAuth{}), gatewaytest.WithWrites(),
 		gatewaytest.WithLimits(&gateway.Limits{DefaultDeadline: 300 * time.Millisecond}),
-		gatewaytest.With(gateway.Options{Asserter: principalAsserter{}, Audit: record}))
+		gatewaytest.With(gateway.Options{Asserter: principalAsserter{}, Audit: record,
+			Servers: []gateway.Server{{Name: "work", Members: []gateway.Member{{Upstream: "default", Prefix: "d"}}}}}))
 	h, err := proxy.New(proxy.Options{Pipeline: p, MaxBodyBytes: 1 << 16, MaxResponseBytes: 1 << 20,
-		Routes: []proxy.Route{{Path: "/mcp", Upstream: "default", URL: u}}})
+		Routes: []proxy.Route{{Path: "/mcp", Upstream: "default", URL: u}, {Path: "/fed/mcp", Upstream: "work"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +164,7 @@ func TestReusedExchangesKeepRequestsApart(t *testing.T) {
 	t.Cleanup(tr.CloseIdleConnections)
 	hc := &http.Client{Transport: tr}
 
-	modes := []string{"json", "write", "sse", "json", "slow", "write", "hangup", "leave", "refused", "denied"}
+	modes := []string{"json", "write", "sse", "json", "slow", "write", "hangup", "leave", "refused", "denied", "federated"}
 	const callers, rounds = 7, 3
 	var wg sync.WaitGroup
 	for c := range callers {
@@ -194,7 +195,7 @@ func TestReusedExchangesKeepRequestsApart(t *testing.T) {
 					t.Errorf("%s (%s): answer of another request: %d %s", nonce, mode, status, body)
 				}
 				switch mode {
-				case "json", "sse", "write":
+				case "json", "sse", "write", "federated":
 					want := fmt.Sprintf("caller=%s nonce=%s assertion=%s", caller, nonce, callerAssertion(caller))
 					if status != 200 || !bytes.Contains(body, []byte(want)) {
 						t.Errorf("%s (%s): %d %s, want the text %q", nonce, mode, status, body, want)
@@ -222,7 +223,8 @@ func TestReusedExchangesKeepRequestsApart(t *testing.T) {
 }
 
 // call sends one tools/call as caller and returns the answer. Mode
-// "write" calls the write, "denied" a tool the policy refuses; "leave": the client goes away while the upstream works; "refused": its
+// "write" calls the write, "denied" a tool the policy refuses,
+// "federated" the tool through a virtual server; "leave": the client goes away while the upstream works; "refused": its
 // Mcp-Name names another tool than its body (refused locally).
 func call(hc *http.Client, target, caller, id, args, mode string) (int, []byte, error) {
 	tool := "get_status"
@@ -231,6 +233,8 @@ func call(hc *http.Client, target, caller, id, args, mode string) (int, []byte, 
 		tool = "set_status" // a write: detached from the client, audited
 	case "denied":
 		tool = "drop_tables" // undeclared: refused by the policy
+	case "federated":
+		tool, target = "d_get_status", strings.TrimSuffix(target, "/mcp")+"/fed/mcp" // through a virtual server
 	}
 	ctx := context.Background()
 	if mode == "leave" {
