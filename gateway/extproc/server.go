@@ -380,6 +380,13 @@ func (ex *exchange) decide(phase string) {
 		budget = o.MaxMessageBudget
 		ot = ex.s.armOverride(ex, phase)
 	}
+	if ex.x != nil {
+		// Decided again (the request's messages repeated): the exchange
+		// the first decision started ends (its slot, its write) and is
+		// not given back; nor is the stream's storage it may share.
+		ex.finish()
+		ex.finished, ex.repeated = false, true
+	}
 	ctx, cancel := context.WithTimeout(ex.ctx, budget)
 	ex.x, ex.verdict = ex.s.handle(ctx, ex.req)
 	cancel()
