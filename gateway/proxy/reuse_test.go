@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/gatewaytest"
 	"github.com/mcpgate/mcpgate/gateway/proxy"
@@ -78,7 +81,7 @@ func callerAssertion(n string) string {
 // client, past their deadline, the upstream hanging up, the client
 // leaving, refused locally or by the policy — each get their own answer,
 // the upstream sees each request with its own caller's assertion and
-// arguments only, and each audit record names one caller.
+// arguments only, and each audit record names one caller (traced).
 func TestReusedExchangesKeepRequestsApart(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
@@ -145,13 +148,15 @@ func TestReusedExchangesKeepRequestsApart(t *testing.T) {
 		defer mu.Unlock()
 		audits = append(audits, r)
 	}
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	decls := map[string]map[string]policy.ToolDeclaration{"default": {
 		"get_status": {Effect: policy.EffectRead},
 		"set_status": {Effect: policy.EffectSilentWrite},
 	}}
 	p := gatewaytest.New(t, gatewaytest.WithDecls(decls), gatewaytest.WithAuth(tokenAuth{}), gatewaytest.WithWrites(),
 		gatewaytest.WithLimits(&gateway.Limits{DefaultDeadline: 300 * time.Millisecond}),
-		gatewaytest.With(gateway.Options{Asserter: principalAsserter{}, Audit: record,
+		gatewaytest.With(gateway.Options{Asserter: principalAsserter{}, Audit: record, Tracer: tp.Tracer("reuse"),
 			Servers: []gateway.Server{{Name: "work", Members: []gateway.Member{{Upstream: "default", Prefix: "d"}}}}}))
 	h, err := proxy.New(proxy.Options{Pipeline: p, MaxBodyBytes: 1 << 16, MaxResponseBytes: 1 << 20,
 		Routes: []proxy.Route{{Path: "/mcp", Upstream: "default", URL: u}, {Path: "/fed/mcp", Upstream: "work"}}})
@@ -213,6 +218,9 @@ func TestReusedExchangesKeepRequestsApart(t *testing.T) {
 	defer mu.Unlock()
 	if len(audits) == 0 {
 		t.Error("no audit records")
+	}
+	if len(rec.Ended()) == 0 {
+		t.Error("no spans")
 	}
 	for _, r := range audits {
 		n, authenticated := strings.CutPrefix(r.Subject, "subject-")
