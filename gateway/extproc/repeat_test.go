@@ -14,7 +14,7 @@ import (
 // slot is given back when the stream ends.
 func TestRepeatedDecisionEndsTheFirst(t *testing.T) {
 	slots := ratelimit.NewSlots(2, 0)
-	p := gatewaytest.New(t, gatewaytest.WithDecls(decls), gatewaytest.WithAuth(tokenAuth{}),
+	p := gatewaytest.New(t, gatewaytest.WithDecls(decls), gatewaytest.WithAuth(gatewaytest.CallerAuth{}),
 		gatewaytest.WithLimits(&gateway.Limits{Slots: slots}), serverBounds)
 	c := serve(t, p)
 	s, err := c.Process(context.Background())

@@ -12,54 +12,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/gatewaytest"
-	"github.com/mcpgate/mcpgate/policy"
 )
-
-// tokenAuth admits "Bearer tok-<n>" as caller n, into the exchange's
-// storage (AuthenticateInto), as internal/authn does; "Bearer tok-anon"
-// is admitted unauthenticated (no assertion is forwarded for it).
-type tokenAuth struct{}
-
-func (tokenAuth) Authenticate(ctx context.Context, r *gateway.Request) (*policy.Principal, *gateway.AuthFailure) {
-	pr := new(policy.Principal)
-	if f := (tokenAuth{}).AuthenticateInto(ctx, r, pr); f != nil {
-		return nil, f
-	}
-	return pr, nil
-}
-
-func (tokenAuth) AuthenticateInto(_ context.Context, r *gateway.Request, pr *policy.Principal) *gateway.AuthFailure {
-	n, ok := strings.CutPrefix(r.Header.Get("authorization"), "Bearer tok-")
-	if !ok {
-		return &gateway.AuthFailure{Status: 401, Code: gateway.AuthInvalidToken, Message: "no token"}
-	}
-	if n == "anon" {
-		*pr = policy.Principal{}
-		return nil
-	}
-	*pr = policy.Principal{Authenticated: true, Tenant: "tenant-" + n, Subject: "subject-" + n, Connection: "conn-" + n,
-		Rights: []string{"right-" + n}}
-	return nil
-}
-
-func (tokenAuth) InsufficientScope(*gateway.Request, []string) *gateway.AuthFailure { return nil }
-
-// principalAsserter asserts the principal as plain text, so that a test
-// can tell whose request a mutation is for.
-type principalAsserter struct{}
-
-func (principalAsserter) Assert(p *policy.Principal, upstream, _ string) (string, error) {
-	return strings.Join([]string{p.Tenant, p.Subject, p.Connection, strings.Join(p.Rights, ","), upstream}, "|"), nil
-}
-
-// callerAssertion is the assertion the calls of caller n carry (none for
-// the unauthenticated caller).
-func callerAssertion(n string) string {
-	if n == "anon" {
-		return ""
-	}
-	return strings.Join([]string{"tenant-" + n, "subject-" + n, "conn-" + n, "right-" + n, "crm"}, "|")
-}
 
 // Exchanges, requests and header maps given back for reuse carry nothing
 // of one stream into another: concurrent streams of callers with their
@@ -69,8 +22,8 @@ func callerAssertion(n string) string {
 // twice, refused locally or by the policy — each get the mutations and
 // answers of their own request.
 func TestReusedExchangesKeepStreamsApart(t *testing.T) {
-	p := gatewaytest.New(t, gatewaytest.WithDecls(decls), gatewaytest.WithAuth(tokenAuth{}),
-		gatewaytest.With(gateway.Options{Asserter: principalAsserter{}}), serverBounds)
+	p := gatewaytest.New(t, gatewaytest.WithDecls(decls), gatewaytest.WithAuth(gatewaytest.CallerAuth{}),
+		gatewaytest.With(gateway.Options{Asserter: gatewaytest.PlainAsserter{}}), serverBounds)
 	c := serve(t, p)
 	modes := []string{"json", "json", "sse", "json", "early", "denied", "fail", "repeat", "refused", "json"}
 	const callers, rounds = 7, 4
@@ -138,8 +91,8 @@ func playStream(c extprocv3.ExternalProcessorClient, caller, id, mode string) er
 	if mut == nil {
 		return fmt.Errorf("request body: %v", r)
 	}
-	if got, _ := header(mut, gateway.AssertionHeader); got != callerAssertion(caller) {
-		return fmt.Errorf("assertion %q, want %q", got, callerAssertion(caller))
+	if got, _ := header(mut, gateway.AssertionHeader); got != gatewaytest.CallerAssertion(caller, "crm") {
+		return fmt.Errorf("assertion %q, want %q", got, gatewaytest.CallerAssertion(caller, "crm"))
 	}
 	for _, h := range mut.GetSetHeaders() {
 		if k := h.GetHeader().GetKey(); k != gateway.AssertionHeader && k != "accept-encoding" && k != "mcp-name" {

@@ -14,6 +14,7 @@ import (
 	"context"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -199,4 +200,56 @@ type AllowAll struct{}
 // Decide allows.
 func (AllowAll) Decide(context.Context, *policy.Input) (*policy.Decision, error) {
 	return &policy.Decision{Allow: true}, nil
+}
+
+// CallerAuth admits "Bearer tok-<n>" as caller n (tenant-<n>, subject-<n>,
+// conn-<n>, the right right-<n>), written into the exchange's storage
+// (AuthenticateInto) as internal/authn does; "Bearer tok-anon" is
+// admitted unauthenticated (no assertion is forwarded for it).
+type CallerAuth struct{}
+
+func (CallerAuth) Authenticate(ctx context.Context, r *gateway.Request) (*policy.Principal, *gateway.AuthFailure) {
+	pr := new(policy.Principal)
+	if f := (CallerAuth{}).AuthenticateInto(ctx, r, pr); f != nil {
+		return nil, f
+	}
+	return pr, nil
+}
+
+func (CallerAuth) AuthenticateInto(_ context.Context, r *gateway.Request, pr *policy.Principal) *gateway.AuthFailure {
+	n, ok := strings.CutPrefix(r.Header.Get("authorization"), "Bearer tok-")
+	if !ok {
+		return &gateway.AuthFailure{Status: 401, Code: gateway.AuthInvalidToken, Message: "no token"}
+	}
+	if n == "anon" {
+		*pr = policy.Principal{}
+		return nil
+	}
+	*pr = policy.Principal{Authenticated: true, Tenant: "tenant-" + n, Subject: "subject-" + n, Connection: "conn-" + n,
+		Rights: []string{"right-" + n}}
+	return nil
+}
+
+func (CallerAuth) InsufficientScope(*gateway.Request, []string) *gateway.AuthFailure { return nil }
+
+// PlainAsserter asserts the principal as plain text, so that a test can
+// tell whose request an upstream got or a mutation is for.
+type PlainAsserter struct{}
+
+func (PlainAsserter) Assert(p *policy.Principal, upstream, _ string) (string, error) {
+	return PlainAssertion(p.Tenant, p.Subject, p.Connection, strings.Join(p.Rights, ","), upstream), nil
+}
+
+// PlainAssertion is PlainAsserter's assertion of those fields.
+func PlainAssertion(tenant, subject, connection, rights, upstream string) string {
+	return strings.Join([]string{tenant, subject, connection, rights, upstream}, "|")
+}
+
+// CallerAssertion is PlainAsserter's assertion for CallerAuth's caller n
+// on upstream ("" for the unauthenticated caller).
+func CallerAssertion(n, upstream string) string {
+	if n == "anon" {
+		return ""
+	}
+	return PlainAssertion("tenant-"+n, "subject-"+n, "conn-"+n, "right-"+n, upstream)
 }

@@ -24,56 +24,6 @@ import (
 	"github.com/mcpgate/mcpgate/store"
 )
 
-// tokenAuth admits "Bearer tok-<n>" as caller n, into the exchange's
-// storage (AuthenticateInto), as internal/authn does; "Bearer tok-anon"
-// is admitted unauthenticated (no assertion is forwarded for it).
-type tokenAuth struct{}
-
-func (tokenAuth) Authenticate(ctx context.Context, r *gateway.Request) (*policy.Principal, *gateway.AuthFailure) {
-	pr := new(policy.Principal)
-	if f := (tokenAuth{}).AuthenticateInto(ctx, r, pr); f != nil {
-		return nil, f
-	}
-	return pr, nil
-}
-
-func (tokenAuth) AuthenticateInto(_ context.Context, r *gateway.Request, pr *policy.Principal) *gateway.AuthFailure {
-	n, ok := strings.CutPrefix(r.Header.Get("authorization"), "Bearer tok-")
-	if !ok {
-		return &gateway.AuthFailure{Status: 401, Code: gateway.AuthInvalidToken, Message: "no token"}
-	}
-	if n == "anon" {
-		*pr = policy.Principal{}
-		return nil
-	}
-	*pr = policy.Principal{Authenticated: true, Tenant: "tenant-" + n, Subject: "subject-" + n, Connection: "conn-" + n,
-		Rights: []string{"right-" + n}}
-	return nil
-}
-
-func (tokenAuth) InsufficientScope(*gateway.Request, []string) *gateway.AuthFailure { return nil }
-
-// principalAsserter asserts the principal as plain text, so that the
-// upstream can tell whose request it got.
-type principalAsserter struct{}
-
-func (principalAsserter) Assert(p *policy.Principal, upstream, _ string) (string, error) {
-	return assertionOf(p.Tenant, p.Subject, p.Connection, strings.Join(p.Rights, ","), upstream), nil
-}
-
-func assertionOf(tenant, subject, connection, rights, upstream string) string {
-	return strings.Join([]string{tenant, subject, connection, rights, upstream}, "|")
-}
-
-// callerAssertion is the assertion the calls of caller n carry (none for
-// the unauthenticated caller).
-func callerAssertion(n string) string {
-	if n == "anon" {
-		return ""
-	}
-	return assertionOf("tenant-"+n, "subject-"+n, "conn-"+n, "right-"+n, "default")
-}
-
 // Exchanges given back for reuse carry nothing of one request into
 // another: concurrent callers with their own principals and arguments
 // (one unauthenticated), whose calls end every way a call can — answered
@@ -99,7 +49,7 @@ func TestReusedExchangesKeepRequestsApart(t *testing.T) {
 			return
 		}
 		a := m.Params.Arguments
-		if got, want := r.Header.Get("Mcpgate-Assertion"), callerAssertion(a.Caller); got != want {
+		if got, want := r.Header.Get("Mcpgate-Assertion"), gatewaytest.CallerAssertion(a.Caller, "default"); got != want {
 			t.Errorf("upstream: call %s of caller %s carries assertion %q, want %q", a.Nonce, a.Caller, got, want)
 		}
 		if got := r.Header.Values("Authorization"); len(got) != 0 {
@@ -154,9 +104,9 @@ func TestReusedExchangesKeepRequestsApart(t *testing.T) {
 		"get_status": {Effect: policy.EffectRead},
 		"set_status": {Effect: policy.EffectSilentWrite},
 	}}
-	p := gatewaytest.New(t, gatewaytest.WithDecls(decls), gatewaytest.WithAuth(tokenAuth{}), gatewaytest.WithWrites(),
+	p := gatewaytest.New(t, gatewaytest.WithDecls(decls), gatewaytest.WithAuth(gatewaytest.CallerAuth{}), gatewaytest.WithWrites(),
 		gatewaytest.WithLimits(&gateway.Limits{DefaultDeadline: 300 * time.Millisecond}),
-		gatewaytest.With(gateway.Options{Asserter: principalAsserter{}, Audit: record, Tracer: tp.Tracer("reuse"),
+		gatewaytest.With(gateway.Options{Asserter: gatewaytest.PlainAsserter{}, Audit: record, Tracer: tp.Tracer("reuse"),
 			Servers: []gateway.Server{{Name: "work", Members: []gateway.Member{{Upstream: "default", Prefix: "d"}}}}}))
 	h, err := proxy.New(proxy.Options{Pipeline: p, MaxBodyBytes: 1 << 16, MaxResponseBytes: 1 << 20,
 		Routes: []proxy.Route{{Path: "/mcp", Upstream: "default", URL: u}, {Path: "/fed/mcp", Upstream: "work"}}})
@@ -201,7 +151,7 @@ func TestReusedExchangesKeepRequestsApart(t *testing.T) {
 				}
 				switch mode {
 				case "json", "sse", "write", "federated":
-					want := fmt.Sprintf("caller=%s nonce=%s assertion=%s", caller, nonce, callerAssertion(caller))
+					want := fmt.Sprintf("caller=%s nonce=%s assertion=%s", caller, nonce, gatewaytest.CallerAssertion(caller, "default"))
 					if status != 200 || !bytes.Contains(body, []byte(want)) {
 						t.Errorf("%s (%s): %d %s, want the text %q", nonce, mode, status, body, want)
 					}
