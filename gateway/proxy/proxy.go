@@ -89,11 +89,13 @@ type ctxKey struct{}
 
 // state travels from ServeHTTP to the ReverseProxy hooks. It is itself the
 // context of the request handed to the ReverseProxy: the client request's
-// context, whose Value answers ctxKey{} with the state. One allocation
-// thus carries the state, the pipeline's Request and the context value
-// (context.WithValue would be a second, the Request a third). Done, Err,
-// Deadline and every other key are the client context's, so cancellation
-// and context.Cause behave exactly as with context.WithValue.
+// context (or, for a call with a deadline, the deadline's context made
+// from it: startDeadline), whose Value answers ctxKey{} with the state.
+// One allocation thus carries the state, the pipeline's Request and the
+// context value (context.WithValue would be a second, the Request a
+// third). Done, Err, Deadline and every other key are the embedded
+// context's, so cancellation and context.Cause behave exactly as with
+// context.WithValue.
 type state struct {
 	context.Context
 	req     gateway.Request
