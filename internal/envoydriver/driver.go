@@ -225,8 +225,9 @@ type Driver struct {
 	http       *http.Client
 	ownHTTP    bool
 	st         counters
+	bgMu       sync.Mutex     // orders Close against graceful closes starting
 	bg         sync.WaitGroup // graceful side-stream closes
-	closed     atomic.Bool
+	closed     bool           // under bgMu: Close has begun
 }
 
 var _ http.Handler = (*Driver)(nil)
@@ -325,7 +326,11 @@ func (d *Driver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // connection and, if the driver made it, the upstream client's idle
 // connections.
 func (d *Driver) Close() error {
-	if d.closed.Swap(true) {
+	d.bgMu.Lock()
+	was := d.closed
+	d.closed = true
+	d.bgMu.Unlock()
+	if was {
 		return nil
 	}
 	d.bg.Wait()
@@ -333,6 +338,19 @@ func (d *Driver) Close() error {
 		d.http.CloseIdleConnections()
 	}
 	return d.conn.Close()
+}
+
+// background counts one more graceful close for Close to wait for, or
+// reports false once Close has begun (an HTTP server's Close does not wait
+// for its handlers, so exchanges may still be ending).
+func (d *Driver) background() bool {
+	d.bgMu.Lock()
+	defer d.bgMu.Unlock()
+	if d.closed {
+		return false
+	}
+	d.bg.Add(1)
+	return true
 }
 
 // Stats returns a snapshot of the counters.

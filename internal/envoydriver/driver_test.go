@@ -1049,3 +1049,34 @@ func TestAnsweredBeforeTheBody(t *testing.T) {
 		t.Error("upstream was called")
 	}
 }
+
+// TestGracefulCloseAfterClose: an exchange can end after the driver's
+// Close has begun (an HTTP server's Close does not wait for its handlers);
+// its side stream is then reset at once rather than closed gracefully in
+// the background, which Close would not wait for (and whose start would
+// race Close's wait).
+func TestGracefulCloseAfterClose(t *testing.T) {
+	opened := make(chan struct{})
+	target := startProcessor(t, func(srv extprocv3.ExternalProcessor_ProcessServer) error {
+		close(opened)
+		<-srv.Context().Done()
+		return nil
+	})
+	up, _ := startUpstream(t, echo)
+	d, err := New(Config{Target: target, Upstream: up, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop := make(chan struct{})
+	defer close(loop)
+	s := d.openSidestream(context.Background(), make(chan recvResult, 4), loop)
+	s.send(&extprocv3.ProcessingRequest{})
+	<-opened
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s.closeGracefully()
+	if s.ctx.Err() == nil {
+		t.Error("a side stream closed after the driver's Close is not reset at once")
+	}
+}

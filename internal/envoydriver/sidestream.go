@@ -152,10 +152,13 @@ func (s *sidestream) closeNow() {
 
 // closeGracefully models closeStreamMaybeGraceful with graceful gRPC close:
 // half-close, wait up to the remote close timeout for the server to finish,
-// then reset.
+// then reset. Once the driver is closing, the stream is reset at once.
 func (s *sidestream) closeGracefully() {
 	s.sendQ.close()
-	s.d.bg.Add(1)
+	if !s.d.background() {
+		s.cancel()
+		return
+	}
 	go func() {
 		defer s.d.bg.Done()
 		t := time.NewTimer(remoteCloseTimeout)
