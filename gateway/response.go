@@ -65,6 +65,7 @@ var (
 	errEmptyAnswer = errors.New("empty body answering a request")
 	errForeignID   = errors.New("the answer's id is not the request's")
 	errRedirect    = errors.New("redirect from an upstream with a credential")
+	errSwitched    = errors.New("the upstream switched protocols")
 )
 
 // Messages of the errors that replace withheld answers.
@@ -72,6 +73,7 @@ const (
 	emptyAnswer     = "The upstream MCP server answered the request with an empty body; the call may or may not have taken effect."
 	foreignAnswer   = "The upstream MCP server answered with another request's id; the answer was withheld."
 	redirectAnswer  = "The upstream answered with a redirect; mcpgate does not follow or relay redirects of an upstream it sends a credential to."
+	switchedAnswer  = "The upstream answered 101 Switching Protocols, which Streamable HTTP never asks for; the answer was withheld."
 	compressedEvent = "The upstream MCP server compressed its event stream (Content-Encoding %s); mcpgate relays event streams uncompressed only, and the answer was withheld."
 	unknownCoding   = "The upstream MCP server compressed its answer with Content-Encoding %s, which mcpgate cannot decode (it decodes gzip and deflate); the answer was withheld."
 	corruptCoding   = "The upstream MCP server's answer is not valid %s data; the answer was withheld."
@@ -119,6 +121,12 @@ func (x *Exchange) ResponseHeaders(status int, h mcp.Header) (ResponseMode, erro
 
 func (x *Exchange) responseHeaders(status int, h mcp.Header) (ResponseMode, error) {
 	x.upstreamAnswered(status) // tracing.go
+	if status == 101 {
+		// Switching Protocols: no Upgrade field is forwarded, whatever
+		// the upstream switched to is not MCP, and its connection is not
+		// relayed.
+		return PassThrough, withheld(switchedAnswer, errSwitched)
+	}
 	if status/100 == 2 && status != 202 && x.answersRequest() && h.Get("content-length") == "0" {
 		// Streamable HTTP: a request is answered with application/json
 		// or text/event-stream; 202 without a body answers only

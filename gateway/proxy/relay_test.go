@@ -269,3 +269,35 @@ func TestRequestWrittenInOneWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestUpstreamSwitchingProtocols: Streamable HTTP never upgrades, and
+// mcpgate forwards no Upgrade field, so an upstream answering 101
+// Switching Protocols gets the client a JSON-RPC error and its connection
+// closed (not held open by the relay).
+func TestUpstreamSwitchingProtocols(t *testing.T) {
+	closed := make(chan error, 1)
+	up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, brw, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		_, _ = brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+		_ = brw.Flush()
+		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, err = io.Copy(io.Discard, conn) // nil at EOF: mcpgate closed it
+		closed <- err
+	})
+	e := startWith(t, up, nil, nil)
+	resp, body := post(t, e.url, h2026("tools/call", "list_technicians"), callBody("7", "list_technicians", "{}"))
+	if resp.StatusCode != 502 {
+		t.Errorf("status %d: %s", resp.StatusCode, body)
+	}
+	if id, code, _ := rpcError(t, body); string(id) != "7" || code != -32603 {
+		t.Errorf("id %s code %d", id, code)
+	}
+	if err := <-closed; err != nil {
+		t.Errorf("the upstream's connection was not closed: %v", err)
+	}
+}
