@@ -5,7 +5,8 @@
 //
 //   - direct: the load generator calls the upstream itself;
 //   - floor: through a bare Go reverse proxy (net/http/httputil) that reads
-//     each request body in full before forwarding, run as its own process;
+//     each request body in full and parses it as a JSON-RPC message
+//     (encoding/json) before forwarding, run as its own process;
 //   - proxy: through `mcpgate serve` (its own process) with the full default
 //     policy — gateway tokens, the catalog with a pinned manifest, a live
 //     rights file, signed identity assertions, rate buckets, audit;
@@ -50,6 +51,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -169,10 +171,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 }
 
 // serveFloor is the floor: net/http/httputil.ReverseProxy to target, with
-// the request body read in full before forwarding (golang/go#40747: a
-// handler that forwards a body it has not finished reading lets the HTTP/1
-// server break the connection now and then). It prints its address and
-// stops when its standard input closes.
+// the request body read in full (golang/go#40747: a handler that forwards
+// a body it has not finished reading lets the HTTP/1 server break the
+// connection now and then) and parsed as a JSON-RPC message, the least a
+// proxy that decides on MCP calls does, before forwarding. It prints its
+// address and stops when its standard input closes.
 func serveFloor(target string, stdout io.Writer) error {
 	u, err := url.Parse(target)
 	if err != nil {
@@ -184,7 +187,11 @@ func serveFloor(target string, stdout io.Writer) error {
 	}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 4<<20))
-		if err != nil {
+		var msg jsonrpcMessage
+		if err == nil {
+			err = json.Unmarshal(body, &msg)
+		}
+		if err != nil || msg.Method == "" {
 			http.Error(w, "bad body", http.StatusBadRequest)
 			return
 		}
@@ -203,6 +210,14 @@ func serveFloor(target string, stdout io.Writer) error {
 		return err
 	}
 	return nil
+}
+
+// jsonrpcMessage is what the floor parses of each request body.
+type jsonrpcMessage struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params"`
 }
 
 // startFloor runs this program again as the floor proxy.
