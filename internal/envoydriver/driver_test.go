@@ -1071,7 +1071,11 @@ func TestGracefulCloseAfterClose(t *testing.T) {
 	defer close(loop)
 	s := d.openSidestream(context.Background(), make(chan recvResult, 4), loop)
 	s.send(&extprocv3.ProcessingRequest{})
-	<-opened
+	select {
+	case <-opened:
+	case <-time.After(testTimeout):
+		t.Fatal("the side stream did not open")
+	}
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
