@@ -81,10 +81,11 @@ func TestReusedExchangesKeepTasksApart(t *testing.T) {
 				}
 				return
 			}
-			if m.Params.Task == nil {
-				t.Errorf("upstream: call %s without its task parameter", a.Nonce)
+			if m.Params.Task == nil && a.Mode != "unasked" {
+				result = fmt.Sprintf(`{"content":[{"type":"text","text":"caller=%s nonce=%s"}]}`, a.Caller, a.Nonce)
+				break
 			}
-			id := "task-" + a.Nonce
+			id := "task-" + a.Nonce // unasked: a handle for a call that asked for none
 			mu.Lock()
 			owners[id] = a.Caller
 			mu.Unlock()
@@ -121,7 +122,8 @@ func TestReusedExchangesKeepTasksApart(t *testing.T) {
 		defer mu.Unlock()
 		audits = append(audits, r)
 	}
-	decls := map[string]map[string]policy.ToolDeclaration{"default": {"export_report": {Effect: policy.EffectRead}}}
+	// Its results are shaped (untrusted_text): every answer is inspected.
+	decls := map[string]map[string]policy.ToolDeclaration{"default": {"export_report": {Effect: policy.EffectRead, UntrustedText: []string{"note"}}}}
 	p := gatewaytest.New(t, gatewaytest.WithDecls(decls), gatewaytest.WithAuth(gatewaytest.CallerAuth{}), gatewaytest.WithTasks(time.Hour),
 		gatewaytest.With(gateway.Options{Asserter: gatewaytest.PlainAsserter{}, Audit: record}))
 	h, err := proxy.New(proxy.Options{Pipeline: p, MaxBodyBytes: 1 << 16, MaxResponseBytes: 1 << 20,
@@ -165,7 +167,7 @@ func TestReusedExchangesKeepTasksApart(t *testing.T) {
 		return ""
 	}
 
-	modes := []string{"task", "get", "steal", "result", "leave", "list", "task", "refused", "cancel", "steal"}
+	modes := []string{"task", "get", "steal", "result", "leave", "list", "plain", "task", "refused", "cancel", "unasked", "steal"}
 	const callers, rounds = 6, 2
 	var wg sync.WaitGroup
 	for n := range callers {
@@ -184,13 +186,18 @@ func TestReusedExchangesKeepTasksApart(t *testing.T) {
 				}
 				var body, want string
 				switch mode {
-				case "task", "leave", "refused":
-					tool := "export_report"
+				case "task", "leave", "refused", "plain", "unasked":
+					tool, task := "export_report", `,"task":{"ttl":60000}`
 					want = `"taskId":"task-` + nonce + `"`
-					if mode == "refused" {
+					switch mode {
+					case "refused":
 						tool, want = "drop_tables", "" // undeclared: refused by the policy
+					case "plain":
+						task, want = "", "caller="+caller+" nonce="+nonce
+					case "unasked":
+						task, want = "", "" // the upstream's handle is withheld
 					}
-					body = fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":%q,"arguments":{"caller":%q,"nonce":%q,"mode":%q},"task":{"ttl":60000}}}`, id, tool, caller, nonce, mode)
+					body = fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":%q,"arguments":{"caller":%q,"nonce":%q,"mode":%q}%s}}`, id, tool, caller, nonce, mode, task)
 				case "get", "cancel", "result":
 					if mine == "" {
 						continue
@@ -241,9 +248,14 @@ func TestReusedExchangesKeepTasksApart(t *testing.T) {
 					mu.Lock()
 					board[caller] = "task-" + nonce
 					mu.Unlock()
-				case "refused":
+				case "refused", "unasked":
 					if bytes.Contains(got, []byte("taskId")) {
-						t.Errorf("%s: refused, yet %s", nonce, got)
+						t.Errorf("%s (%s): %s", nonce, mode, got)
+					}
+					// Nor was the handle bound.
+					got, err := send(context.Background(), caller, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tasks/get","params":{"taskId":"task-%s"}}`, id, nonce))
+					if err != nil || !bytes.Contains(got, []byte(gateway.CodeTaskNotFound)) {
+						t.Errorf("%s (%s): tasks/get of its withheld handle: %s %v", nonce, mode, got, err)
 					}
 				case "list":
 					var l struct {
