@@ -11,10 +11,19 @@
 package gatewaytest
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -252,4 +261,130 @@ func CallerAssertion(n, upstream string) string {
 		return ""
 	}
 	return PlainAssertion("tenant-"+n, "subject-"+n, "conn-"+n, "right-"+n, upstream)
+}
+
+// Observed is a policy engine with decision logs and a shadow policy on,
+// for tests of what the records name: the default policy over decls
+// decides; every decision goes, unmasked but for the credential id, to
+// a real HTTP decision-log service, and to a shadow policy that denies
+// each call with the reason code seen_<subject>_<nonce> (its input's
+// principal.subject and message.arguments.nonce, '-' as '_'; seen_none
+// without them), so that each logged difference says whose input the
+// shadow evaluated.
+type Observed struct {
+	*policy.Engine
+	srv    *httptest.Server
+	mu     sync.Mutex
+	events []DecisionEvent
+	log    bytes.Buffer
+}
+
+// A DecisionEvent is what one decision-log event names.
+type DecisionEvent struct {
+	ID        string `json:"decision_id"`
+	Principal struct {
+		Tenant, Subject, Connection string
+	}
+	Method, Tool string
+	Arguments    map[string]any
+}
+
+const shadowPolicy = `package mcpgate
+
+default code := "seen_none"
+
+code := concat("_", ["seen", replace(input.principal.subject, "-", "_"), replace(input.message.arguments.nonce, "-", "_")])
+
+decision := {"allow": false, "reasons": [{"code": code, "cause": "The shadow names its input."}]}
+`
+
+// NewObserved starts the engine, closed when the test ends.
+func NewObserved(tb testing.TB, decls map[string]map[string]policy.ToolDeclaration) *Observed {
+	tb.Helper()
+	o := &Observed{}
+	o.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		zr, err := gzip.NewReader(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		var batch []struct {
+			ID    string `json:"decision_id"`
+			Input struct {
+				Principal struct{ Tenant, Subject, Connection string }
+				Message   struct {
+					Method, Name string
+					Arguments    map[string]any
+				}
+			}
+		}
+		if err := json.NewDecoder(zr).Decode(&batch); err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		for _, e := range batch {
+			ev := DecisionEvent{ID: e.ID, Principal: e.Input.Principal, Method: e.Input.Message.Method, Tool: e.Input.Message.Name, Arguments: e.Input.Message.Arguments}
+			o.events = append(o.events, ev)
+		}
+	}))
+	tb.Cleanup(o.srv.Close)
+	dir := tb.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "shadow.rego"), []byte(shadowPolicy), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	eng, err := policy.New(context.Background(), policy.Options{
+		Declarations: decls,
+		Logger:       slog.New(slog.NewJSONHandler(lockedWriter{o}, nil)),
+		DecisionLogs: &policy.DecisionLogOptions{URL: o.srv.URL + "/logs", MaskPolicy: "package system.log\n\nmask contains \"/input/principal/credential_id\"\n"},
+		Shadow:       &policy.ShadowOptions{Dirs: []string{dir}},
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { eng.Close(context.Background()) })
+	o.Engine = eng
+	return o
+}
+
+type lockedWriter struct{ o *Observed }
+
+func (w lockedWriter) Write(b []byte) (int, error) {
+	w.o.mu.Lock()
+	defer w.o.mu.Unlock()
+	return w.o.log.Write(b)
+}
+
+// Records waits for the queued decisions and returns the decision-log
+// events and, by decision id, the reason codes of the shadow's decisions.
+func (o *Observed) Records(tb testing.TB) ([]DecisionEvent, map[string][]string) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := o.FlushDecisionLogs(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	if err := o.WaitShadow(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	shadow := map[string][]string{}
+	for _, line := range bytes.Split(o.log.Bytes(), []byte("\n")) {
+		var l struct {
+			Msg   string   `json:"msg"`
+			ID    string   `json:"decision_id"`
+			Codes []string `json:"shadow_codes"`
+		}
+		if json.Unmarshal(line, &l) == nil && l.Msg == "shadow policy decides differently" {
+			shadow[l.ID] = l.Codes
+		}
+	}
+	return slices.Clone(o.events), shadow
+}
+
+// ShadowCode is the code the shadow gives a call of subject with nonce.
+func ShadowCode(subject, nonce string) string {
+	return strings.ReplaceAll("seen_"+subject+"_"+nonce, "-", "_")
 }
