@@ -1068,6 +1068,11 @@ func (p *Pipeline) planShaping(_ context.Context, x *Exchange) *Verdict {
 	}
 	x.shaper = shaper
 	x.shapeResult = x.shaper != nil || len(x.warnings) > 0 || x.checksResultURIs() || x.task.inspect || x.member != ""
+	if p.tasksOn(x.version) {
+		// Any answer may be a task handle, which is withheld unless the
+		// call asked for a task and the handle was bound (taskAnswer).
+		x.shapeResult = true
+	}
 	if p.opts.Limits != nil && p.opts.Limits.LoopBrake > 0 {
 		x.shapeResult = true // its outcome feeds the loop brake
 	}

@@ -30,7 +30,8 @@ const (
 
 var taskDecls = map[string]map[string]policy.ToolDeclaration{
 	"demo": {"export_report": {Effect: policy.EffectRead, Rights: []string{"reports:read"},
-		UntrustedText: []string{"note"}, ResultFields: []string{"id", "note"}}},
+		UntrustedText: []string{"note"}, ResultFields: []string{"id", "note"}},
+		"plain_report": {Effect: policy.EffectRead, Rights: []string{"reports:read"}}}, // answers need no shaping
 }
 
 // taskOpts are the task tests' pipeline: taskDecls, fakeAuth, nesting up
@@ -240,18 +241,27 @@ func TestTasksOn(t *testing.T) {
 		}
 	})
 	t.Run("a task handle answering a call that asked for none is withheld", func(t *testing.T) {
-		// The member's name escaped or not: a client reads both as "task".
-		for _, name := range []string{`task`, `t\u0061sk`} {
-			x, _ := taskForwarded(t, p, taskReq(taskTokenA, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"export_report","arguments":{}}}`))
-			if _, err := x.ResponseHeaders(200, mcp.Header{"content-type": {"application/json"}}); err != nil {
-				t.Fatal(err)
-			}
-			out, _, err := x.ResponseBody(ctx, []byte(`{"jsonrpc":"2.0","id":9,"result":{"`+name+`":{"taskId":"t-9","status":"working","createdAt":"x","lastUpdatedAt":"x","ttl":1}}}`))
-			if err == nil {
-				t.Errorf("%s: relayed %s", name, out)
-			}
-			if _, err := st.Task(ctx, "demo", "t-9"); err == nil {
-				t.Errorf("%s: bound", name)
+		// The member's name escaped or not: a client reads both as "task";
+		// with tasks on, the answer of a tool whose results need no
+		// shaping is read for it too.
+		for _, tool := range []string{"export_report", "plain_report"} {
+			for _, name := range []string{`task`, `t\u0061sk`} {
+				x, _ := taskForwarded(t, p, taskReq(taskTokenA, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"`+tool+`","arguments":{}}}`))
+				mode, err := x.ResponseHeaders(200, mcp.Header{"content-type": {"application/json"}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if mode == gateway.PassThrough {
+					t.Errorf("%s, %s: the answer is relayed unread", tool, name)
+					continue
+				}
+				out, _, err := x.ResponseBody(ctx, []byte(`{"jsonrpc":"2.0","id":9,"result":{"`+name+`":{"taskId":"t-9","status":"working","createdAt":"x","lastUpdatedAt":"x","ttl":1}}}`))
+				if err == nil {
+					t.Errorf("%s, %s: relayed %s", tool, name, out)
+				}
+				if _, err := st.Task(ctx, "demo", "t-9"); err == nil {
+					t.Errorf("%s, %s: bound", tool, name)
+				}
 			}
 		}
 	})
