@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -272,32 +273,94 @@ func TestRequestWrittenInOneWrite(t *testing.T) {
 
 // TestUpstreamSwitchingProtocols: Streamable HTTP never upgrades, and
 // mcpgate forwards no Upgrade field, so an upstream answering 101
-// Switching Protocols gets the client a JSON-RPC error and its connection
-// closed (not held open by the relay).
+// Switching Protocols (with or without Connection: Upgrade, with bytes
+// after it) gets the client a JSON-RPC error for its request, none of the
+// upstream's bytes, and the upstream's connection closed (not held open by
+// the relay); nothing of the exchanges is left running.
 func TestUpstreamSwitchingProtocols(t *testing.T) {
-	closed := make(chan error, 1)
-	up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		conn, brw, err := w.(http.Hijacker).Hijack()
-		if err != nil {
-			t.Error(err)
-			return
+	for _, sw := range []struct{ name, head string }{
+		{"websocket", "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"},
+		{"an event stream", "HTTP/1.1 101 Switching Protocols\r\nUpgrade: mcp\r\nConnection: Upgrade\r\nContent-Type: text/event-stream\r\n\r\n"},
+		{"no Upgrade, a JSON body", "HTTP/1.1 101 Switching Protocols\r\nContent-Type: application/json\r\nContent-Length: 12\r\n\r\n"},
+	} {
+		closed := make(chan error, 1)
+		up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			conn, brw, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer conn.Close()
+			_, _ = brw.WriteString(sw.head + "UPSTREAM-1\r\n")
+			_ = brw.Flush()
+			time.Sleep(10 * time.Millisecond) // then more, as a switched protocol would
+			_, _ = conn.Write([]byte("event: message\ndata: UPSTREAM-2\n\n"))
+			_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_, err = io.Copy(io.Discard, brw) // nil at EOF: mcpgate closed it
+			closed <- err
+		})
+		e := startWith(t, up, nil, nil)
+		tr := &http.Transport{}
+		c := &http.Client{Transport: tr}
+		before := runtime.NumGoroutine()
+		for _, tt := range []struct {
+			name, method, id string
+			hdr              map[string]string
+			body             []byte
+		}{
+			{"a call", "POST", "7", h2026("tools/call", "list_technicians"), callBody("7", "list_technicians", "{}")},
+			{"a string id", "POST", `"c-8"`, h2026("tools/call", "list_technicians"), callBody(`"c-8"`, "list_technicians", "{}")},
+			{"a call accepting only an event stream", "POST", "9", map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "list_technicians", "Accept": "text/event-stream"}, callBody("9", "list_technicians", "{}")},
+			{"a notification", "POST", "null", map[string]string{"MCP-Protocol-Version": "2025-11-25"}, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)},
+			{"a GET stream", "GET", "null", map[string]string{"MCP-Protocol-Version": "2025-11-25", "Accept": "text/event-stream", "Content-Type": ""}, nil},
+		} {
+			req, err := http.NewRequest(tt.method, e.url, bytes.NewReader(tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			for k, v := range tt.hdr {
+				if v == "" {
+					req.Header.Del(k)
+				} else {
+					req.Header.Set(k, v)
+				}
+			}
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			what := sw.name + ", " + tt.name
+			if resp.StatusCode != 502 || resp.Header.Get("Content-Type") != "application/json" {
+				t.Errorf("%s: status %d, %s: %s", what, resp.StatusCode, resp.Header.Get("Content-Type"), body)
+			}
+			if id, code, _ := rpcError(t, body); string(id) != tt.id || code != -32603 {
+				t.Errorf("%s: id %s code %d", what, id, code)
+			}
+			if bytes.Contains(body, []byte("UPSTREAM")) {
+				t.Errorf("%s: the upstream's bytes were relayed: %s", what, body)
+			}
+			select {
+			case err := <-closed:
+				if err != nil {
+					t.Errorf("%s: the upstream's connection was not closed: %v", what, err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s: the upstream was not reached", what)
+			}
 		}
-		defer conn.Close()
-		_, _ = brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
-		_ = brw.Flush()
-		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-		_, err = io.Copy(io.Discard, conn) // nil at EOF: mcpgate closed it
-		closed <- err
-	})
-	e := startWith(t, up, nil, nil)
-	resp, body := post(t, e.url, h2026("tools/call", "list_technicians"), callBody("7", "list_technicians", "{}"))
-	if resp.StatusCode != 502 {
-		t.Errorf("status %d: %s", resp.StatusCode, body)
-	}
-	if id, code, _ := rpcError(t, body); string(id) != "7" || code != -32603 {
-		t.Errorf("id %s code %d", id, code)
-	}
-	if err := <-closed; err != nil {
-		t.Errorf("the upstream's connection was not closed: %v", err)
+		tr.CloseIdleConnections()
+		for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > before; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Errorf("%s: %d goroutines before the calls, %d after", sw.name, before, runtime.NumGoroutine())
+				break
+			}
+		}
 	}
 }
