@@ -411,6 +411,11 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	u.Path, u.RawPath = target.Path, target.RawPath
 	u.RawQuery, u.ForceQuery = target.RawQuery, target.ForceQuery
 	pr.Out.Host = ""
+	// ReverseProxy sets a client's Upgrade (and Connection: Upgrade) again
+	// after removing the hop-by-hop fields. Streamable HTTP never switches
+	// protocols: the upstream is not asked to (an answer 101 is withheld).
+	delete(pr.Out.Header, "Upgrade")
+	delete(pr.Out.Header, "Connection")
 	setXForwarded(pr)
 	body := st.body
 	if st.v.BodyChanged {

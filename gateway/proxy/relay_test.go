@@ -364,3 +364,27 @@ func TestUpstreamSwitchingProtocols(t *testing.T) {
 		}
 	}
 }
+
+// TestUpgradeNotForwarded: httputil.ReverseProxy adds a client's Upgrade
+// field (and Connection: Upgrade) back after removing the hop-by-hop
+// fields; mcpgate never asks an upstream to switch protocols, so neither
+// reaches it.
+func TestUpgradeNotForwarded(t *testing.T) {
+	seen := make(chan http.Header, 1)
+	up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- r.Header.Clone()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":7,"result":{"content":[]}}`)
+	})
+	e := startWith(t, up, nil, nil)
+	hdr := h2026("tools/call", "list_technicians")
+	hdr["Connection"], hdr["Upgrade"] = "Upgrade", "websocket"
+	resp, body := post(t, e.url, hdr, callBody("7", "list_technicians", "{}"))
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	h := <-seen
+	if h.Get("Upgrade") != "" || h.Get("Connection") != "" {
+		t.Errorf("the upstream got Upgrade %q, Connection %q", h.Get("Upgrade"), h.Get("Connection"))
+	}
+}
