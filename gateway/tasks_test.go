@@ -2,8 +2,11 @@ package gateway_test
 
 import (
 	"bytes"
+	"compress/gzip"
+	"compress/zlib"
 	"context"
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -263,6 +266,72 @@ func TestTasksOn(t *testing.T) {
 					t.Errorf("%s, %s: bound", tool, name)
 				}
 			}
+		}
+	})
+	t.Run("an unasked task handle in an event stream or a compressed answer is withheld", func(t *testing.T) {
+		handle := `{"jsonrpc":"2.0","id":9,"result":{"task":{"taskId":"t-9e","status":"working","createdAt":"x","lastUpdatedAt":"x","ttl":1}}}`
+		var gz, zl bytes.Buffer
+		gw, fw := gzip.NewWriter(&gz), zlib.NewWriter(&zl)
+		_, _ = gw.Write([]byte(handle))
+		_, _ = fw.Write([]byte(handle))
+		_ = gw.Close()
+		_ = fw.Close()
+		call := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"plain_report","arguments":{}}}`
+		// The result event after a progress notification.
+		x, _ := taskForwarded(t, p, taskReq(taskTokenA, call))
+		if mode, err := x.ResponseHeaders(200, mcp.Header{"content-type": {"text/event-stream"}}); err != nil || mode != gateway.StreamSSE {
+			t.Fatalf("%v %v", mode, err)
+		}
+		var out bytes.Buffer
+		stream := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":1}}\n\n" +
+			"event: message\ndata: " + handle + "\n\n"
+		if err := x.ResponseEvents(ctx, []byte(stream), io.EOF, func(b []byte) error { out.Write(b); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		x.End(nil)
+		if got := out.String(); strings.Contains(got, "t-9e") || !strings.Contains(got, "notifications/progress") || !strings.Contains(got, `"id":9,"error":{"code":-32603`) {
+			t.Errorf("event stream: %s", got)
+		}
+		for coding, body := range map[string][]byte{"gzip": gz.Bytes(), "deflate": zl.Bytes()} {
+			x, _ := taskForwarded(t, p, taskReq(taskTokenA, call))
+			mode, err := x.ResponseHeaders(200, mcp.Header{"content-type": {"application/json"}, "content-encoding": {coding}})
+			if err != nil || mode != gateway.BufferJSON {
+				t.Fatalf("%s: %v %v", coding, mode, err)
+			}
+			if out, _, err := x.ResponseBody(ctx, body); err == nil {
+				t.Errorf("%s: relayed %s", coding, out)
+			}
+			x.End(nil)
+		}
+		if _, err := st.Task(ctx, "demo", "t-9e"); err == nil {
+			t.Error("bound")
+		}
+	})
+	t.Run("a tool without shaping: an asked handle is bound, direct results relayed as they are", func(t *testing.T) {
+		x, _ := taskForwarded(t, p, taskReq(taskTokenA, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"plain_report","arguments":{},"task":{"ttl":60000}}}`))
+		created := taskRelay(t, x, `{"jsonrpc":"2.0","id":3,"result":{"task":{"taskId":"t-plain","status":"working","statusMessage":"`+taskCanary+`","createdAt":"x","lastUpdatedAt":"x","ttl":60000}}}`)
+		if !strings.Contains(created, `"taskId":"t-plain"`) || !strings.Contains(created, string(wrapped)) {
+			t.Errorf("handle: %s", created)
+		}
+		if b, err := st.Task(ctx, "demo", "t-plain"); err != nil || b.Tool != "plain_report" || b.Subject != "svc" {
+			t.Errorf("binding %+v, %v", b, err)
+		}
+		// Whatever may look like a handle to a byte search (an escape, the
+		// name inside text or nested, a member "task" that is no object).
+		for _, result := range []string{
+			`{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"a \u0074ask: \"task\""}],"isError":false}}`,
+			`{ "jsonrpc" : "2.0" , "id" : 3 , "result" : { "content" : [ ] , "_meta" : { "task" : { "taskId" : "x" } } } }`,
+			`{"result":{"content":[],"task":"not a handle"},"id":3,"jsonrpc":"2.0"}`,
+		} {
+			x, _ := taskForwarded(t, p, taskReq(taskTokenA, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"plain_report","arguments":{}}}`))
+			if _, err := x.ResponseHeaders(200, mcp.Header{"content-type": {"application/json"}}); err != nil {
+				t.Fatal(err)
+			}
+			out, changed, err := x.ResponseBody(ctx, []byte(result))
+			if err != nil || changed || string(out) != result {
+				t.Errorf("%s: changed %v, %v: %s", result, changed, err, out)
+			}
+			x.End(nil)
 		}
 	})
 	t.Run("an upstream reusing a live task id of A for B is withheld", func(t *testing.T) {
