@@ -40,6 +40,8 @@
 // Usage (from e2e/, the e2e module; Linux only):
 //
 //	go run ./bench                      # ~1–2 minutes on 2 cores
+//	go run ./bench -c 8 -n 5000 -sse-bytes 0 -runs 3
+//	                                    # three runs, their ratios summarised
 //	go run ./bench -n 300000 -c 8 -modes floor,proxy   # the 300k-call run
 //	go run ./bench -c 8 -modes floor,proxy,proxy-distinct -sse-bytes 0 -profile /tmp/prof
 //	                                    # CPU and allocation profiles of the gateway
@@ -103,6 +105,7 @@ type options struct {
 	libFloor    bool
 	profile     string // directory for the gateway's profiles ("": none)
 	rounds      int    // turns the modes take (measure)
+	runs        int    // whole runs, each with fresh processes (summarise)
 }
 
 // allModes are the modes -modes accepts, in the order they run.
@@ -114,6 +117,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	conc := fs.String("c", "1,8,32", "concurrency levels, comma-separated")
 	modes := fs.String("modes", strings.Join(allModes, ","), "what to measure: "+strings.Join(allModes, ", ")+" (direct always runs: added latency is measured against it)")
 	fs.IntVar(&o.calls, "n", 3000, "calls per mode and concurrency level")
+	fs.IntVar(&o.runs, "runs", 1, "whole runs, each with fresh processes; with more than one, the ratios to the floors end in a summary: median (min–max)")
 	fs.IntVar(&o.rounds, "rounds", 5, "rounds each mode's calls are split into, the modes taking turns, so that the machine's changes of speed weigh on every mode alike (-profile: 1)")
 	fs.IntVar(&o.warmup, "warmup", 300, "calls before each measured run (not counted)")
 	fs.StringVar(&o.binary, "mcpgate", "", "mcpgate binary (default: built from this module)")
@@ -164,10 +168,36 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if o.rounds < 1 || o.rounds > o.calls {
 		return fmt.Errorf("-rounds: %d is not between 1 and -n (%d)", o.rounds, o.calls)
 	}
+	if o.runs < 1 || (o.runs > 1 && o.profile != "") {
+		return fmt.Errorf("-runs: %d is not a positive number, or is more than one with -profile", o.runs)
+	}
 	if o.profile != "" {
 		o.rounds = 1 // one profile per mode, of one stretch of its load
 	}
-	return bench(ctx, o, stdout)
+	dir, err := os.MkdirTemp("", "mcpgate-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	libfloor, err := build(ctx, &o, dir, stdout)
+	if err != nil {
+		return err
+	}
+	var runs []result
+	for i := range o.runs {
+		if o.runs > 1 {
+			fmt.Fprintf(stdout, "\n== run %d of %d\n", i+1, o.runs)
+		}
+		r, err := bench(ctx, o, dir, libfloor, stdout)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, r)
+	}
+	if o.runs > 1 {
+		summarise(stdout, runs)
+	}
+	return nil
 }
 
 // serveFloor is the floor: net/http/httputil.ReverseProxy to target, with
@@ -265,12 +295,9 @@ type row struct {
 	mem   rig.Memory
 }
 
-func bench(ctx context.Context, o options, stdout io.Writer) error {
-	dir, err := os.MkdirTemp("", "mcpgate-bench-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
+// build builds mcpgate into dir unless o.binary names one (setting it),
+// and libfloor when o.libFloor, whose path it returns ("": none).
+func build(ctx context.Context, o *options, dir string, stdout io.Writer) (libfloor string, err error) {
 	if o.binary == "" {
 		o.binary = filepath.Join(dir, "mcpgate")
 		fmt.Fprintln(stdout, "building mcpgate …")
@@ -280,31 +307,49 @@ func bench(ctx context.Context, o options, stdout io.Writer) error {
 		if o.profile != "" {
 			flags, err := profileBuild(ctx, dir) // profile.go
 			if err != nil {
-				return err
+				return "", err
 			}
 			build = append(build, flags...)
 		}
 		cmd := exec.CommandContext(ctx, "go", append(build, "github.com/mcpgate/mcpgate/cmd/mcpgate")...)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go build: %v\n%s", err, out)
+			return "", fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	}
-	libfloor := ""
 	if o.libFloor {
 		libfloor = filepath.Join(dir, "libfloor")
 		// With mcpgate's build flags: the same libraries, built the same way.
 		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", "grpcnotrace", "-o", libfloor, "github.com/mcpgate/mcpgate/e2e/bench/libfloor")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go build libfloor: %v\n%s", err, out)
+			return "", fmt.Errorf("go build libfloor: %v\n%s", err, out)
 		}
+	}
+	return libfloor, nil
+}
+
+// result is what one run measured: its rows and, with the memory floor,
+// the gateway's and the floor's memory after it.
+type result struct {
+	rows      []row
+	gw, floor rig.Memory
+}
+
+// bench is one run: the upstream, the floors and the gateway started
+// afresh (the gateway's files in a directory of their own under dir),
+// every mode measured, then the memory floor and the SSE stream.
+func bench(ctx context.Context, o options, dir, libfloor string, stdout io.Writer) (result, error) {
+	var res result
+	dir, err := os.MkdirTemp(dir, "run-")
+	if err != nil {
+		return res, err
 	}
 	// The upstream, in this process.
 	up := rig.NewUpstream()
 	upLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return err
+		return res, err
 	}
 	upSrv := &http.Server{Handler: up, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = upSrv.Serve(upLn) }()
@@ -315,12 +360,12 @@ func bench(ctx context.Context, o options, stdout io.Writer) error {
 	var prof *profiler
 	if o.profile != "" {
 		if prof, err = newProfiler(o.profile); err != nil { // profile.go
-			return err
+			return res, err
 		}
 	}
 	floorPid, floorURL, stopFloor, err := startFloor(upOrigin, prof)
 	if err != nil {
-		return err
+		return res, err
 	}
 	defer stopFloor()
 
@@ -328,14 +373,14 @@ func bench(ctx context.Context, o options, stdout io.Writer) error {
 	g, err := rig.StartGateway(ctx, rig.GatewayOptions{Binary: o.binary, Dir: dir, UpstreamURL: upURL, People: people,
 		MaxSSEEventBytes: o.sseCap, RightsStaleness: o.staleness, Stderr: os.Stderr})
 	if err != nil {
-		return err
+		return res, err
 	}
 	defer g.Stop()
 	startMem, _ := rig.ReadMemory(g.Pid())
 
 	envURL, stopEnvoy, err := startDriver(g.ExtProc, upURL)
 	if err != nil {
-		return err
+		return res, err
 	}
 	defer stopEnvoy()
 	var floorEnvURL string
@@ -343,12 +388,12 @@ func bench(ctx context.Context, o options, stdout io.Writer) error {
 	if slices.Contains(o.modes, "extproc-floor") {
 		pid, addr, stop, err := startExtProcFloor(prof)
 		if err != nil {
-			return err
+			return res, err
 		}
 		defer stop()
 		u, stopDriver, err := startDriver(addr, upURL)
 		if err != nil {
-			return err
+			return res, err
 		}
 		defer stopDriver()
 		floorEnvURL, extFloorPid = u, pid
@@ -366,20 +411,20 @@ func bench(ctx context.Context, o options, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "machine: %d CPUs (GOMAXPROCS %d), %s; %d calls per run after %d warm-up calls; distinct arguments per call: %v\n",
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), o.calls, o.warmup, o.distinct)
 	fmt.Fprintf(stdout, "gateway RSS after start: %s\n\n", rig.MiB(startMem.RSS))
-	if err := measure(ctx, stdout, o, targets, prof); err != nil {
-		return err
+	if res.rows, err = measure(ctx, stdout, o, targets, prof); err != nil {
+		return res, err
 	}
 	if libfloor != "" {
 		// Before the SSE part, so the gateway's line is its memory after
 		// the same kind of load.
-		if err := memoryFloor(ctx, stdout, libfloor, g, slices.Max(o.conc)); err != nil {
-			return err
+		if res.gw, res.floor, err = memoryFloor(ctx, stdout, libfloor, g, slices.Max(o.conc)); err != nil {
+			return res, err
 		}
 	}
 	if o.sseBytes > 0 {
-		return sse(ctx, stdout, g, up, o)
+		return res, sse(ctx, stdout, g, up, o)
 	}
-	return nil
+	return res, nil
 }
 
 // startDriver runs internal/envoydriver in front of the ext_proc server at
@@ -431,7 +476,7 @@ type target = struct {
 // taking turns within a round (in reverse order every other round), so a
 // change in the machine's speed during the run weighs on a mode and its
 // floor alike; a mode's figures are the sums over its rounds.
-func measure(ctx context.Context, stdout io.Writer, o options, targets map[string]target, prof *profiler) error {
+func measure(ctx context.Context, stdout io.Writer, o options, targets map[string]target, prof *profiler) ([]row, error) {
 	var rows []row
 	var failed []string
 	for _, c := range o.conc {
@@ -466,7 +511,7 @@ func measure(ctx context.Context, stdout io.Writer, o options, targets map[strin
 					Calls: calls, FirstID: o.warmup + r.res.Calls}
 				res, cpu, err := segment(ctx, lo, t, prof, m, c)
 				if err != nil {
-					return err
+					return nil, err
 				}
 				r.res.Add(res)
 				r.cpu += cpu
@@ -474,7 +519,7 @@ func measure(ctx context.Context, stdout io.Writer, o options, targets map[strin
 					r.mem, _ = rig.ReadMemory(t.pid)
 				}
 				if ctx.Err() != nil {
-					return ctx.Err()
+					return nil, ctx.Err()
 				}
 			}
 		}
@@ -498,9 +543,9 @@ func measure(ctx context.Context, stdout io.Writer, o options, targets map[strin
 	if len(failed) > 0 {
 		// A failed call costs a mode less than an answered one: its
 		// figures are not comparable with its floor's.
-		return fmt.Errorf("calls failed (the figures above are not comparable): %s", strings.Join(failed, "; "))
+		return nil, fmt.Errorf("calls failed (the figures above are not comparable): %s", strings.Join(failed, "; "))
 	}
-	return nil
+	return rows, nil
 }
 
 // segment runs one round of a mode's load and returns what it measured
@@ -696,4 +741,54 @@ func mustURL(s string) *url.URL {
 		panic(err)
 	}
 	return u
+}
+
+// summarise prints, for several runs, each ratio to the floor of the same
+// run and the gateway's peak RSS over the memory floor's as median
+// (min–max) over the runs.
+func summarise(w io.Writer, runs []result) {
+	type key struct {
+		mode  string
+		conc  int
+		floor string
+	}
+	var keys []key
+	cpu, p50, tput := map[key][]float64{}, map[key][]float64{}, map[key][]float64{}
+	var mem []float64
+	for _, r := range runs {
+		for _, row := range r.rows {
+			f, ok := find(r.rows, row.floor, row.conc)
+			if !ok || f.cpu == 0 || row.cpu == 0 {
+				continue
+			}
+			k := key{row.mode, row.conc, row.floor}
+			if _, seen := cpu[k]; !seen {
+				keys = append(keys, k)
+			}
+			cpu[k] = append(cpu[k], float64(row.cpu)/float64(f.cpu))
+			p50[k] = append(p50[k], float64(row.res.Percentile(50))/float64(f.res.Percentile(50)))
+			tput[k] = append(tput[k], row.res.Throughput()/f.res.Throughput())
+		}
+		if r.floor.PeakRSS > 0 {
+			mem = append(mem, float64(r.gw.PeakRSS-r.floor.PeakRSS)/(1<<20))
+		}
+	}
+	spread := func(v []float64, format string) string {
+		s := slices.Clone(v)
+		slices.Sort(s)
+		n := len(s)
+		median := (s[(n-1)/2] + s[n/2]) / 2
+		return fmt.Sprintf(format+" ("+format+"–"+format+")", median, s[0], s[n-1])
+	}
+	fmt.Fprintf(w, "\nsummary of %d runs, median (min–max) — ratios to the floor of the same run:\n", len(runs))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "mode\tclients\tfloor\tCPU/call\tcalls/s\tp50\t")
+	for _, k := range keys {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t\n", k.mode, k.conc, k.floor,
+			spread(cpu[k], "%.2f×"), spread(tput[k], "%.2f×"), spread(p50[k], "%.2f×"))
+	}
+	_ = tw.Flush()
+	if len(mem) > 0 {
+		fmt.Fprintf(w, "gateway's peak RSS over the memory floor's, MiB: %s\n", spread(mem, "%.1f"))
+	}
 }

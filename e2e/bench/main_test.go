@@ -56,16 +56,23 @@ func TestBenchSmoke(t *testing.T) {
 
 	// Without profiles the calls are split into rounds: a mode's row
 	// counts the calls of all its rounds (101 in 3 rounds: 34, 34, 33).
+	// Two whole runs end in a summary of the ratios over both.
 	out.Reset()
-	err = run(ctx, []string{"-c", "2", "-n", "101", "-rounds", "3", "-warmup", "10", "-sse-bytes", "0", "-libfloor=false", "-modes", "floor,proxy-distinct,extproc"}, &out)
+	err = run(ctx, []string{"-c", "2", "-n", "101", "-rounds", "3", "-runs", "2", "-warmup", "10", "-sse-bytes", "0", "-libfloor=false", "-modes", "floor,proxy-distinct,extproc"}, &out)
 	t.Log(out.String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, mode := range []string{"direct", "floor", "proxy-distinct", "extproc"} {
-		if !regexp.MustCompile(`(?m)^ *` + mode + ` +2 +101 +0 `).MatchString(out.String()) {
-			t.Errorf("no row of %s with 101 calls, 0 failed", mode)
+		if n := len(regexp.MustCompile(`(?m)^ *`+mode+` +2 +101 +0 `).FindAllString(out.String(), -1)); n != 2 {
+			t.Errorf("%d rows of %s with 101 calls, 0 failed; want one a run", n, mode)
 		}
+	}
+	if !regexp.MustCompile(`(?m)^summary of 2 runs.*\n.*\n *proxy-distinct +2 +floor +[0-9.]+× \([0-9.]+×–[0-9.]+×\)`).MatchString(out.String()) {
+		t.Error("no summary of the two runs with proxy-distinct's CPU ratio")
+	}
+	if err := run(ctx, []string{"-runs", "2", "-profile", t.TempDir()}, &out); err == nil || !strings.Contains(err.Error(), "-runs") {
+		t.Errorf("-runs 2 with -profile: %v", err)
 	}
 	if err := run(ctx, []string{"-n", "10", "-rounds", "11"}, &out); err == nil || !strings.Contains(err.Error(), "-rounds") {
 		t.Errorf("-rounds over -n: %v", err)

@@ -14,12 +14,12 @@ import (
 // memoryFloor starts libfloor (e2e/bench/libfloor: the libraries mcpgate is
 // built from, started as mcpgate starts them, without mcpgate's code), has
 // conc clients run 2000 policy evaluations and a few /metrics scrapes
-// through it, and prints its memory beside the gateway's: the part of
-// mcpgate's resident memory any gateway made of these parts holds.
-func memoryFloor(ctx context.Context, w io.Writer, binary string, g *rig.Gateway, conc int) error {
+// through it, and prints and returns its memory and the gateway's: the
+// part of mcpgate's resident memory any gateway made of these parts holds.
+func memoryFloor(ctx context.Context, w io.Writer, binary string, g *rig.Gateway, conc int) (gw, lf rig.Memory, err error) {
 	pid, base, stop, err := startChild(binary, nil, "libfloor ready ")
 	if err != nil {
-		return err
+		return gw, lf, err
 	}
 	defer stop()
 	const evaluations = 2000
@@ -55,15 +55,13 @@ func memoryFloor(ctx context.Context, w io.Writer, binary string, g *rig.Gateway
 	}
 	wg.Wait()
 	if n := failed.Load(); n > 0 {
-		return fmt.Errorf("libfloor: %d of %d requests failed", n, evaluations)
+		return gw, lf, fmt.Errorf("libfloor: %d of %d requests failed", n, evaluations)
 	}
-	lf, err := rig.ReadMemory(pid)
-	if err != nil {
-		return err
+	if lf, err = rig.ReadMemory(pid); err != nil {
+		return gw, lf, err
 	}
-	gw, err := rig.ReadMemory(g.Pid())
-	if err != nil {
-		return err
+	if gw, err = rig.ReadMemory(g.Pid()); err != nil {
+		return gw, lf, err
 	}
 	show := func(m rig.Memory) string {
 		return fmt.Sprintf("RSS %s (file %s, anon %s), peak %s", rig.MiB(m.RSS), rig.MiB(m.File), rig.MiB(m.Anon), rig.MiB(m.PeakRSS))
@@ -72,5 +70,5 @@ func memoryFloor(ctx context.Context, w io.Writer, binary string, g *rig.Gateway
 		evaluations, conc, show(lf), show(gw))
 	fmt.Fprintf(w, "  mcpgate − floor: RSS %s, peak %s (peak %.2f× the floor's)\n",
 		rig.MiB(gw.RSS-lf.RSS), rig.MiB(gw.PeakRSS-lf.PeakRSS), float64(gw.PeakRSS)/float64(max(lf.PeakRSS, 1)))
-	return nil
+	return gw, lf, nil
 }
