@@ -27,16 +27,7 @@ func proxySender(t *testing.T, p *gateway.Pipeline, up gatewaytest.Upstream) gat
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := proxy.New(proxy.Options{Pipeline: p, MaxBodyBytes: 1 << 16, MaxResponseBytes: 1 << 20,
-		Routes: []proxy.Route{{Path: "/mcp", Upstream: "default", URL: u}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := httptest.NewServer(h)
-	t.Cleanup(gw.Close)
-	tr := &http.Transport{MaxIdleConnsPerHost: 16}
-	t.Cleanup(tr.CloseIdleConnections)
-	hc := &http.Client{Transport: tr}
+	gw, hc := serveReuse(t, p, proxy.Route{Path: "/mcp", Upstream: "default", URL: u})
 	return func(c gatewaytest.Call) (gatewaytest.Reply, error) {
 		wait := time.Minute
 		if c.Leave {
@@ -44,7 +35,7 @@ func proxySender(t *testing.T, p *gateway.Pipeline, up gatewaytest.Upstream) gat
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		defer cancel()
-		req, err := http.NewRequestWithContext(ctx, "POST", gw.URL+"/mcp", strings.NewReader(c.Body))
+		req, err := http.NewRequestWithContext(ctx, "POST", gw+"/mcp", strings.NewReader(c.Body))
 		if err != nil {
 			return gatewaytest.Reply{}, err
 		}
@@ -67,4 +58,19 @@ func proxySender(t *testing.T, p *gateway.Pipeline, up gatewaytest.Upstream) gat
 		}
 		return gatewaytest.Reply{Status: r.StatusCode, Body: b}, nil
 	}
+}
+
+// serveReuse serves p as a proxy with routes and returns its base URL and
+// a client that reuses its connections, as the reuse tests' callers do.
+func serveReuse(t *testing.T, p *gateway.Pipeline, routes ...proxy.Route) (string, *http.Client) {
+	t.Helper()
+	h, err := proxy.New(proxy.Options{Pipeline: p, MaxBodyBytes: 1 << 16, MaxResponseBytes: 1 << 20, Routes: routes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(h)
+	t.Cleanup(gw.Close)
+	tr := &http.Transport{MaxIdleConnsPerHost: 16}
+	t.Cleanup(tr.CloseIdleConnections)
+	return gw.URL, &http.Client{Transport: tr}
 }

@@ -108,16 +108,7 @@ func TestReusedExchangesKeepRequestsApart(t *testing.T) {
 		gatewaytest.WithLimits(&gateway.Limits{DefaultDeadline: 300 * time.Millisecond}),
 		gatewaytest.With(gateway.Options{Asserter: gatewaytest.PlainAsserter{}, Audit: record, Tracer: tp.Tracer("reuse"),
 			Servers: []gateway.Server{{Name: "work", Members: []gateway.Member{{Upstream: "default", Prefix: "d"}}}}}))
-	h, err := proxy.New(proxy.Options{Pipeline: p, MaxBodyBytes: 1 << 16, MaxResponseBytes: 1 << 20,
-		Routes: []proxy.Route{{Path: "/mcp", Upstream: "default", URL: u}, {Path: "/fed/mcp", Upstream: "work"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := httptest.NewServer(h)
-	t.Cleanup(gw.Close)
-	tr := &http.Transport{MaxIdleConnsPerHost: 16}
-	t.Cleanup(tr.CloseIdleConnections)
-	hc := &http.Client{Transport: tr}
+	gw, hc := serveReuse(t, p, proxy.Route{Path: "/mcp", Upstream: "default", URL: u}, proxy.Route{Path: "/fed/mcp", Upstream: "work"})
 
 	modes := []string{"json", "write", "sse", "json", "slow", "write", "hangup", "leave", "refused", "denied", "federated"}
 	const callers, rounds = 7, 3
@@ -135,7 +126,7 @@ func TestReusedExchangesKeepRequestsApart(t *testing.T) {
 				id := fmt.Sprintf("%d%03d", c+1, i)
 				nonce := fmt.Sprintf("n-%s-%s", caller, id)
 				args := fmt.Sprintf(`{"caller":%q,"nonce":%q,"mode":%q}`, caller, nonce, mode)
-				status, body, err := call(hc, gw.URL+"/mcp", caller, id, args, mode)
+				status, body, err := call(hc, gw+"/mcp", caller, id, args, mode)
 				if mode == "leave" {
 					if err == nil {
 						t.Errorf("%s: the client left, yet got %d %s", nonce, status, body)
