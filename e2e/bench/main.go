@@ -594,6 +594,18 @@ func find(rows []row, mode string, c int) (row, bool) {
 	return row{}, false
 }
 
+// floored pairs each row that has a floor with its floor's row (same
+// concurrency), both with their CPU measured.
+func floored(rows []row) [][2]row {
+	var pairs [][2]row
+	for _, r := range rows {
+		if f, ok := find(rows, r.floor, r.conc); ok && f.cpu != 0 && r.cpu != 0 {
+			pairs = append(pairs, [2]row{r, f})
+		}
+	}
+	return pairs
+}
+
 func us(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond)) }
 
 func report(w io.Writer, rows []row) {
@@ -617,11 +629,8 @@ func report(w io.Writer, rows []row) {
 	_ = tw.Flush()
 	var lines []string
 	ratio := func(a, b time.Duration) string { return fmt.Sprintf("%.2f×", float64(a)/float64(b)) }
-	for _, r := range rows {
-		f, ok := find(rows, r.floor, r.conc)
-		if !ok || f.cpu == 0 || r.cpu == 0 {
-			continue
-		}
+	for _, rf := range floored(rows) {
+		r, f := rf[0], rf[1]
 		lines = append(lines, fmt.Sprintf("%s\t%d\t%s\t%s\t%.2f×\t%s\t%s\t%s\t", r.mode, r.conc, r.floor, ratio(r.cpu, f.cpu),
 			r.res.Throughput()/f.res.Throughput(), ratio(r.res.Percentile(50), f.res.Percentile(50)),
 			ratio(r.res.Percentile(99), f.res.Percentile(99)), us(r.cpu-f.cpu)))
@@ -756,11 +765,8 @@ func summarise(w io.Writer, runs []result) {
 	cpu, p50, tput := map[key][]float64{}, map[key][]float64{}, map[key][]float64{}
 	var mem []float64
 	for _, r := range runs {
-		for _, row := range r.rows {
-			f, ok := find(r.rows, row.floor, row.conc)
-			if !ok || f.cpu == 0 || row.cpu == 0 {
-				continue
-			}
+		for _, rf := range floored(r.rows) {
+			row, f := rf[0], rf[1]
 			k := key{row.mode, row.conc, row.floor}
 			if _, seen := cpu[k]; !seen {
 				keys = append(keys, k)
