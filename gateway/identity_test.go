@@ -5,7 +5,6 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/mcpgate/mcpgate/gateway"
@@ -28,17 +27,6 @@ func (a *recordingAsserter) Assert(p *policy.Principal, upstream, client string)
 		return "", a.err
 	}
 	return p.Connection + "|" + p.Tenant + "|" + upstream + "|" + client, nil
-}
-
-type auditLog struct {
-	mu   sync.Mutex
-	recs []store.AuditRecord
-}
-
-func (l *auditLog) add(_ context.Context, r store.AuditRecord) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.recs = append(l.recs, r)
 }
 
 // identityOpts are the identity tests' pipeline: benchDecls, fakeAuth,
@@ -201,8 +189,8 @@ func TestSessionBinding(t *testing.T) {
 
 func TestAuditOfToolCalls(t *testing.T) {
 	ctx := context.Background()
-	var log auditLog
-	p := gatewaytest.New(t, identityOpts(gateway.Options{Audit: log.add})...)
+	var log gatewaytest.Audits
+	p := gatewaytest.New(t, identityOpts(gateway.Options{Audit: log.Record})...)
 	body := func(tool string) string {
 		return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":{"notes":"secret argument"},` + clientMeta + `}}`
 	}
@@ -211,10 +199,11 @@ func TestAuditOfToolCalls(t *testing.T) {
 	p.HandleRequest(ctx, authReq("POST", "good-bookings:read", body("get_booking"), callHeaders("get_booking")...))
 	p.HandleRequest(ctx, authReq("POST", "good-bookings:write", body("create_booking"), callHeaders("create_booking")...))
 	p.HandleRequest(ctx, authReq("POST", "other", body("create_booking"), callHeaders("create_booking")...))
-	if len(log.recs) != 2 {
-		t.Fatalf("records: %+v", log.recs)
+	recs := log.Records()
+	if len(recs) != 2 {
+		t.Fatalf("records: %+v", recs)
 	}
-	ok, denied := log.recs[0], log.recs[1]
+	ok, denied := recs[0], recs[1]
 	if ok.Outcome != gateway.AuditAllowed || ok.Action != "create_booking" || ok.Connection != "oauth_x" || ok.Client != "agent-x" ||
 		ok.Channel != store.ChannelMCP || ok.DecisionID == "" || ok.PublicIDs["effect"] != policy.EffectSilentWrite {
 		t.Errorf("allowed record %+v", ok)
@@ -222,7 +211,7 @@ func TestAuditOfToolCalls(t *testing.T) {
 	if denied.Outcome != gateway.AuditDenied || denied.Connection != "tok_y" || denied.Tenant != "globex" || denied.PublicIDs["reason"] != "missing_rights" {
 		t.Errorf("denied record %+v", denied)
 	}
-	for _, r := range log.recs {
+	for _, r := range recs {
 		for k, v := range r.PublicIDs {
 			if v == "secret argument" {
 				t.Errorf("argument leaked into %s", k)
@@ -352,13 +341,13 @@ func TestUpstreamRefusingTheAssertion(t *testing.T) {
 // gateway then cannot forward (no assertion could be signed: 503) is not
 // recorded as allowed.
 func TestAuditOnlyForwardedCallsAsAllowed(t *testing.T) {
-	var log auditLog
-	p := gatewaytest.New(t, identityOpts(gateway.Options{Audit: log.add, Asserter: &recordingAsserter{err: errors.New("no key")}})...)
+	var log gatewaytest.Audits
+	p := gatewaytest.New(t, identityOpts(gateway.Options{Audit: log.Record, Asserter: &recordingAsserter{err: errors.New("no key")}})...)
 	_, v := p.HandleRequest(context.Background(), authReq("POST", "good-bookings:write", callBody("1", "create_booking"), callHeaders("create_booking")...))
 	if v.Local == nil || v.Local.Status != 503 {
 		t.Fatalf("%+v", v.Local)
 	}
-	if len(log.recs) != 0 {
-		t.Errorf("recorded %+v", log.recs)
+	if recs := log.Records(); len(recs) != 0 {
+		t.Errorf("recorded %+v", recs)
 	}
 }

@@ -120,6 +120,13 @@ func (a *Audits) Record(_ context.Context, r store.AuditRecord) {
 	a.recs = append(a.recs, r)
 }
 
+// Records returns a copy of the records so far.
+func (a *Audits) Records() []store.AuditRecord {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.recs)
+}
+
 // check reports each record whose tenant, subject and connection are
 // not one caller's, and returns how many there are.
 func (a *Audits) check(tb testing.TB) int {

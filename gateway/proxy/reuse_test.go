@@ -21,7 +21,6 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/gatewaytest"
 	"github.com/mcpgate/mcpgate/gateway/proxy"
 	"github.com/mcpgate/mcpgate/policy"
-	"github.com/mcpgate/mcpgate/store"
 )
 
 // Exchanges given back for reuse carry nothing of one request into
@@ -89,15 +88,7 @@ func TestReusedExchangesKeepRequestsApart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var (
-		mu     sync.Mutex
-		audits []store.AuditRecord
-	)
-	record := func(_ context.Context, r store.AuditRecord) {
-		mu.Lock()
-		defer mu.Unlock()
-		audits = append(audits, r)
-	}
+	var audits gatewaytest.Audits
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	decls := map[string]map[string]policy.ToolDeclaration{"default": {
@@ -106,7 +97,7 @@ func TestReusedExchangesKeepRequestsApart(t *testing.T) {
 	}}
 	p := gatewaytest.New(t, gatewaytest.WithDecls(decls), gatewaytest.WithAuth(gatewaytest.CallerAuth{}), gatewaytest.WithWrites(),
 		gatewaytest.WithLimits(&gateway.Limits{DefaultDeadline: 300 * time.Millisecond}),
-		gatewaytest.With(gateway.Options{Asserter: gatewaytest.PlainAsserter{}, Audit: record, Tracer: tp.Tracer("reuse"),
+		gatewaytest.With(gateway.Options{Asserter: gatewaytest.PlainAsserter{}, Audit: audits.Record, Tracer: tp.Tracer("reuse"),
 			Servers: []gateway.Server{{Name: "work", Members: []gateway.Member{{Upstream: "default", Prefix: "d"}}}}}))
 	gw, hc := serveReuse(t, p, proxy.Route{Path: "/mcp", Upstream: "default", URL: u}, proxy.Route{Path: "/fed/mcp", Upstream: "work"})
 
@@ -155,15 +146,14 @@ func TestReusedExchangesKeepRequestsApart(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	mu.Lock()
-	defer mu.Unlock()
-	if len(audits) == 0 {
+	records := audits.Records()
+	if len(records) == 0 {
 		t.Error("no audit records")
 	}
 	if len(rec.Ended()) == 0 {
 		t.Error("no spans")
 	}
-	for _, r := range audits {
+	for _, r := range records {
 		n, authenticated := strings.CutPrefix(r.Subject, "subject-")
 		if authenticated && (r.Tenant != "tenant-"+n || r.Connection != "conn-"+n) || !authenticated && (r.Subject != "" || r.Tenant != "") {
 			t.Errorf("audit record mixes callers: %+v", r)
